@@ -1,0 +1,1 @@
+"""The instructor's grading pipeline: import, sandboxed parallel autograde, feedback, export."""
