@@ -1,0 +1,29 @@
+"""Shared by every test: the repository root, and the GPU marker's skip rule."""
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    # A GPU test is skipped only where there is no GPU; everywhere else it runs.
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; torch.cuda.is_available() is False here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
