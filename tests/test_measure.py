@@ -1,0 +1,88 @@
+"""Measurement helpers: figures with units, and a verdict computed from them."""
+import os
+import stat
+
+import pytest
+
+from gpucourse import measure
+from gpucourse.measure import StepTimes
+
+
+def test_measure_step_on_cpu_gives_positive_times_and_no_gpu_figures():
+    t = measure.measure_step("cpu", points=20_000, min_run_time=0.01)
+    assert t.nbytes == 20_000 * 3 * 4
+    assert t.cpu_one > 0 and t.cpu_all > 0 and t.threads >= 1
+    assert not t.has_gpu and t.to_gpu_pinned is None
+    assert t.lines()[0] == "data: 20,000 points x 3 numbers x 4 bytes = 0.24 MB"
+    assert all(line.endswith(" ms") for line in t.lines()[1:])
+
+
+def test_measure_step_rejects_no_points():
+    with pytest.raises(ValueError, match="points must be at least 1"):
+        measure.measure_step("cpu", points=0)
+
+
+def _cpu_only(cpu_one, cpu_all=None):
+    return StepTimes(points=1_000_000, nbytes=12_000_000, threads=2,
+                     cpu_one=cpu_one, cpu_all=cpu_all or cpu_one)
+
+
+def test_cpu_only_verdict_uses_the_seeds_assumed_speeds():
+    # 12 MB / 25 GB/s = 0.48 ms each way; 24 MB / 1,500 GB/s = 0.016 ms.
+    there, step, back = _cpu_only(1e-3).gpu_route()
+    assert there == pytest.approx(0.48e-3) and back == pytest.approx(0.48e-3)
+    assert step == pytest.approx(0.016e-3)
+
+
+@pytest.mark.parametrize("cpu_ms, verdict", [
+    (0.4, "Verdict: for one step the CPU is faster here, 2.4 times"),
+    (1.2, "Verdict: for one step the GPU route is faster here, 1.2 times."),
+])
+def test_verdict_follows_the_measurements(cpu_ms, verdict):
+    text = _cpu_only(cpu_ms * 1e-3).verdict()
+    assert "GPU route: 0.480 ms + 0.016 ms + 0.480 ms = 0.976 ms" in text
+    assert verdict in text
+
+
+def test_verdict_uses_measured_gpu_figures_when_there_are_some():
+    t = StepTimes(points=1_000_000, nbytes=12_000_000, threads=8, cpu_one=1e-3, cpu_all=0.2e-3,
+                  to_gpu_pageable=2e-3, to_gpu_pinned=0.5e-3, gpu_step=0.01e-3, to_cpu=0.5e-3)
+    assert "= 1.010 ms (measured, pinned copies)" in t.verdict()
+    assert "CPU is faster here, 5.0 times" in t.verdict()
+    assert "copy to GPU, pinned memory: 0.500 ms (24.0 GB/s)" in t.lines()
+
+
+def test_against_seed_says_plainly_when_this_machine_differs():
+    assert "here it took 1.20 ms, 3.0 times slower" in _cpu_only(1.2e-3).against_seed()
+    assert "close to the text's 0.4 ms" in _cpu_only(0.42e-3).against_seed()
+
+
+def test_race_on_measured_speeds_crosses_where_the_numbers_say():
+    race = _cpu_only(1.2e-3).race()
+    assert race.unit == "ms"
+    assert race.crossover() == 1          # 0.976 ms < 1.2 ms already at one step
+    assert _cpu_only(0.4e-3).race().crossover() == 3   # 0.96 / (0.4 - 0.016) = 2.5
+
+
+def test_background_timing_on_cpu_reports_three_positive_times():
+    t = measure.background_timing("cpu", size=64, repeats=2, min_run_time=0.01)
+    assert min(t.unsynced, t.synced, t.benchmark) > 0
+    assert t.lines()[1].startswith("time without synchronize(): ")
+
+
+def _fake_smi(tmp_path, monkeypatch, output):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho '{output}'\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_rated_link_reads_nvidia_smi(tmp_path, monkeypatch):
+    _fake_smi(tmp_path, monkeypatch, "4, 16")
+    gb_s, name = measure.rated_link_gb_s()
+    assert name == "PCIe 4.0 x16" and gb_s == pytest.approx(31.5, abs=0.1)
+
+
+def test_rated_link_is_none_when_nvidia_smi_says_nonsense(tmp_path, monkeypatch):
+    _fake_smi(tmp_path, monkeypatch, "[N/A], [N/A]")
+    assert measure.rated_link_gb_s() is None
