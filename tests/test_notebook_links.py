@@ -1,0 +1,98 @@
+"""scripts/sync-links: README badges and set-up cells follow pyproject's Repository URL."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+MOVED = "https://github.com/another-owner/renamed-course"
+COPIED = ["pyproject.toml", "README.md", "notebooks", "source", "release"]
+
+
+def first_code_cell(notebook) -> str:
+    return next("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+
+
+def sync_links(root, *args):
+    return subprocess.run([sys.executable, str(root / "scripts" / "sync-links"), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def checkout(root, tmp_path):
+    """The parts sync-links reads and writes, copied so the test can move the repo."""
+    for part in COPIED + ["scripts"]:
+        source = root / part
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / part)
+        elif source.exists():
+            shutil.copy2(source, tmp_path / part)
+    return tmp_path
+
+
+def move_repository(checkout, url):
+    pyproject = checkout / "pyproject.toml"
+    text, count = re.subn(r'(?m)^Repository = ".*"$', f'Repository = "{url}"',
+                          pyproject.read_text())
+    assert count == 1, "pyproject.toml should have one `Repository = ...` line"
+    pyproject.write_text(text)
+
+
+def test_readme_and_notebooks_are_in_step_with_pyproject(root):
+    result = sync_links(root, "--check")
+    assert result.returncode == 0, result.stderr
+
+
+def test_readme_has_colab_badges_for_lesson_and_release_and_a_binder_badge(root):
+    readme = (root / "README.md").read_text()
+    badges = readme.split("<!-- BEGIN BADGES", 1)[1].split("<!-- END BADGES -->", 1)[0]
+    slug = "gpu-course/pytorch-tensors-on-the-gpu"
+    for notebook in ["notebooks/gpu_tensors.ipynb", "release/gpu_tensors/gpu_tensors.ipynb"]:
+        assert (root / notebook).is_file(), f"{notebook} is missing"
+        assert f"https://colab.research.google.com/github/{slug}/blob/main/{notebook}" in badges
+    binder = f"https://mybinder.org/v2/gh/{slug}/HEAD?urlpath=lab/tree/notebooks/gpu_tensors.ipynb"
+    assert binder in badges
+
+
+def test_check_names_every_drift_and_a_sync_repairs_it(checkout):
+    move_repository(checkout, MOVED)
+    notebooks = sorted(p.relative_to(checkout).as_posix() for p in checkout.glob("**/*.ipynb"))
+    assert notebooks, "no notebooks to check"
+
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1
+    assert MOVED in check.stderr
+    for name in ["README.md", *notebooks]:
+        assert name in check.stderr, f"--check did not name {name}:\n{check.stderr}"
+
+    assert sync_links(checkout, "--root", str(checkout)).returncode == 0
+    again = sync_links(checkout, "--check", "--root", str(checkout))
+    assert again.returncode == 0, again.stderr
+    assert "/v2/gh/another-owner/renamed-course/HEAD" in (checkout / "README.md").read_text()
+    for name in notebooks:
+        cell = first_code_cell(json.loads((checkout / name).read_text()))
+        assert f'"gpucourse @ git+{MOVED}"' in cell, name
+
+
+def test_check_refuses_a_notebook_without_the_setup_cell(checkout):
+    release = checkout / "release" / "gpu_tensors" / "gpu_tensors.ipynb"
+    notebook = json.loads(release.read_text())
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    notebook["cells"].remove(code[0])
+    release.write_text(json.dumps(notebook))
+
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1
+    assert "release/gpu_tensors/gpu_tensors.ipynb" in check.stderr
+    assert "first code cell must be the Colab set-up cell" in check.stderr
+
+
+def test_a_bad_repository_url_is_a_clear_error(checkout):
+    move_repository(checkout, "git@github.com:gpu-course/x.git")
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1
+    assert "[project.urls] Repository must be https://github.com/<owner>/<name>" in check.stderr
