@@ -1,0 +1,235 @@
+"""Realistic submissions of the gpu_tensors exercises, built from the committed release.
+
+The API, for tests and benchmarks alike (no pytest here):
+
+- ``SOLUTIONS``: answer-cell grade_id -> the solution code, read from the source notebook.
+- ``POINTS``: test-cell grade_id -> its points, read from the source notebook; ``TOTAL``.
+- ``MISTAKES``: name -> ``Mistake``: the answer cells a common mistake changes (its code),
+  the test cells it fails, the hint text its feedback must show, and its expected score.
+- ``make_submission(release_nb_path, answers)``: the release notebook with those answer
+  cells filled in (the others keep their stub), as a ``NotebookNode``.
+- ``expected_score(answers_or_mistake)``: the total the autograder must give.
+
+Example, a class of submissions::
+
+    from tests.submissions import RELEASE, SOLUTIONS, MISTAKES, make_submission
+    notebooks = {"ada": make_submission(RELEASE, SOLUTIONS)}
+    notebooks |= {name: make_submission(RELEASE, m.answers) for name, m in MISTAKES.items()}
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "gpu_tensors"
+SOURCE = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+
+_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def read_solutions(source: Path = SOURCE) -> dict[str, str]:
+    """Answer-cell grade_id -> the cell's code with the solution markers removed."""
+    nb = nbformat.read(source, as_version=4)
+    return {
+        _nbgrader(cell)["grade_id"]: "\n".join(
+            line for line in cell.source.splitlines() if line.strip() not in _MARKERS
+        )
+        for cell in nb.cells
+        if _nbgrader(cell).get("solution")
+    }
+
+
+def read_points(source: Path = SOURCE) -> dict[str, float]:
+    """Autograded test-cell grade_id -> points."""
+    nb = nbformat.read(source, as_version=4)
+    return {
+        _nbgrader(cell)["grade_id"]: float(_nbgrader(cell)["points"])
+        for cell in nb.cells
+        if _nbgrader(cell).get("grade") and not _nbgrader(cell).get("solution")
+    }
+
+
+SOLUTIONS: dict[str, str] = read_solutions()
+POINTS: dict[str, float] = read_points()
+TOTAL: float = sum(POINTS.values())
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common mistake: the answer cells it changes, and what grading must make of it."""
+
+    description: str
+    changes: dict[str, str]          # answer-cell grade_id -> the mistaken code
+    fails: tuple[str, ...]           # test-cell grade_ids that must score 0
+    hint: str                        # text that must appear in the feedback
+    answers: dict[str, str] = field(init=False)  # the whole submission: solutions + changes
+
+    def __post_init__(self):
+        unknown = (set(self.changes) - set(SOLUTIONS)) | (set(self.fails) - set(POINTS))
+        if unknown:
+            raise ValueError(f"Mistake {self.description!r} names cells the notebook lacks: {sorted(unknown)}")
+        object.__setattr__(self, "answers", {**SOLUTIONS, **self.changes})
+
+    @property
+    def score(self) -> float:
+        return TOTAL - sum(POINTS[grade_id] for grade_id in self.fails)
+
+
+MISTAKES: dict[str, Mistake] = {
+    "mib": Mistake(
+        "megabytes counted as MiB (2**20 bytes), 0.75",
+        {
+            "q2_mb": "q2_mb = 16 * 4096 * 3 * 4 / 2**20",
+            "q2_size_mb": "def size_mb(shape, dtype):\n    return math.prod(shape) * dtype.itemsize / 2**20",
+        },
+        ("test_q2_mb", "test_q2_size_mb"),
+        "that is in MiB",
+    ),
+    "float64_bytes": Mistake(
+        "8 bytes per float32 number, 1.572864",
+        {"q2_mb": "q2_mb = 16 * 4096 * 3 * 8 / 1_000_000"},
+        ("test_q2_mb",),
+        "that counts 8 bytes per number",
+    ),
+    "bits": Mistake(
+        "bits instead of bytes",
+        {
+            "q2_mb": "q2_mb = 16 * 4096 * 3 * 32 / 1_000_000",
+            "q2_size_mb": "def size_mb(shape, dtype):\n    return math.prod(shape) * dtype.itemsize * 8 / 1e6",
+        },
+        ("test_q2_mb", "test_q2_size_mb"),
+        "that counts bits",
+    ),
+    "ignores_dtype": Mistake(
+        "size_mb counts 4 bytes whatever the dtype",
+        {"q2_size_mb": "def size_mb(shape, dtype):\n    return math.prod(shape) * 4 / 1e6"},
+        ("test_q2_size_mb",),
+        "use dtype.itemsize",
+    ),
+    "one_copy": Mistake(
+        "the race counts one copy instead of two, 43",
+        {
+            "q3_ticks": "cpu_ticks_3 = 96\ngpu_ticks_3 = 43\nwinner_3 = 'GPU'\ncpu_ticks_2 = 64\ngpu_ticks_2 = 42",
+            "q3_race_ticks": (
+                "def race_ticks(steps, numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+                "    cpu = steps * math.ceil(numbers / cpu_per_tick)\n"
+                "    return cpu, copy_ticks + steps * math.ceil(numbers / gpu_per_tick)"
+            ),
+            "q3_fewest_gpu_steps": (
+                "def fewest_gpu_steps(numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+                "    steps = 1\n"
+                "    while steps * math.ceil(numbers / cpu_per_tick) <= copy_ticks + steps * math.ceil(numbers / gpu_per_tick):\n"
+                "        if math.ceil(numbers / gpu_per_tick) >= math.ceil(numbers / cpu_per_tick):\n"
+                "            return None\n"
+                "        steps += 1\n"
+                "    return steps"
+            ),
+        },
+        ("test_q3_ticks", "test_q3_race_ticks", "test_q3_fewest"),
+        "that counts one copy",
+    ),
+    "no_copy_back": Mistake(
+        "the worked example's GPU route forgets the copy back",
+        {"q4_worked_example": (
+            "copy_ms = 12 / 25\ngpu_route_ms = copy_ms + 24 / 1500\nverdict = 'CPU'"
+        )},
+        ("test_q4_gpu_route",),
+        "that forgets the copy back",
+    ),
+    "seconds": Mistake(
+        "the worked example in seconds instead of ms",
+        {"q4_worked_example": (
+            "copy_ms = 12e6 / 25e9\ngpu_route_ms = 2 * copy_ms + 24e6 / 1500e9\nverdict = 'CPU'"
+        )},
+        ("test_q4_copy_ms", "test_q4_gpu_route"),
+        "that looks like seconds",
+    ),
+    "device_only": Mistake(
+        "prepare_batch fixes the device but not the dtype (the second problem)",
+        {"q1_prepare_batch": (
+            "def prepare_batch(batch, model):\n    return batch.to(next(model.parameters()).device)"
+        )},
+        ("test_q1_dtype",),
+        "the batch kept its own dtype",
+    ),
+    "always_float32": Mistake(
+        "prepare_batch converts to float32 whatever the model's dtype",
+        {"q1_prepare_batch": (
+            "def prepare_batch(batch, model):\n    return batch.float().to(next(model.parameters()).device)"
+        )},
+        ("test_q1_dtype",),
+        "the batch became float32, but this model",
+    ),
+    "mutates_batch": Mistake(
+        "prepare_batch converts the learner's batch in place",
+        {"q1_prepare_batch": (
+            "def prepare_batch(batch, model):\n"
+            "    weights = next(model.parameters())\n"
+            "    batch.data = batch.data.to(weights.dtype)\n"
+            "    return batch.to(weights.device)"
+        )},
+        ("test_q1_unchanged",),
+        "changed the batch it was given",
+    ),
+    "from_numpy_float32": Mistake(
+        "believes torch.from_numpy makes float32",
+        {"q1_second_problem": "second_problem = 'C'",
+         "q4_dtypes": "x_dtype = torch.float32\ny_dtype = torch.float32"},
+        ("test_q1_second_problem", "test_q4_dtypes"),
+        "torch.from_numpy keeps",
+    ),
+}
+
+
+def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
+    """The release notebook with the given answer cells filled in; the rest keep their stub."""
+    nb = nbformat.read(release_nb_path, as_version=4)
+    answers = dict(answers or {})
+    for cell in nb.cells:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if _nbgrader(cell).get("solution") and grade_id in answers:
+            cell.source = answers.pop(grade_id)
+    if answers:
+        raise ValueError(f"the release has no answer cells named {sorted(answers)}")
+    return nb
+
+
+def without_cell(nb, grade_id: str):
+    """A copy of `nb` from which the learner deleted the cell `grade_id`."""
+    nb = copy.deepcopy(nb)
+    kept = [cell for cell in nb.cells if _nbgrader(cell).get("grade_id") != grade_id]
+    if len(kept) == len(nb.cells):
+        raise ValueError(f"no cell named {grade_id!r}")
+    nb.cells = kept
+    return nb
+
+
+def with_cell_source(nb, grade_id: str, source: str):
+    """A copy of `nb` in which the learner replaced the code of cell `grade_id`."""
+    nb = copy.deepcopy(nb)
+    cells = [cell for cell in nb.cells if _nbgrader(cell).get("grade_id") == grade_id]
+    if not cells:
+        raise ValueError(f"no cell named {grade_id!r}")
+    cells[0].source = source
+    return nb
+
+
+def expected_score(answers_or_mistake: dict[str, str] | Mistake) -> float:
+    """The total the autograder must give: full for the solutions, a mistake's own score,
+    and 0 for the unmodified release (no answers)."""
+    if isinstance(answers_or_mistake, Mistake):
+        return answers_or_mistake.score
+    if answers_or_mistake == SOLUTIONS:
+        return TOTAL
+    if not answers_or_mistake:
+        return 0.0
+    raise ValueError("only the solutions, no answers, or a Mistake have a known expected score")
