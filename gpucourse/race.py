@@ -108,10 +108,9 @@ class Race:
         """One sentence with both totals and the winner, e.g. for 3 steps:
         "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."."""
         cpu, gpu = self.cpu_total(steps), self.gpu_total(steps)
-        noun = "step" if steps == 1 else "steps"
         winner = self.winner(steps)
         verdict = "a tie." if winner == TIE else f"the {winner} wins."
-        return (f"{steps} {noun}: CPU {self.format(cpu)}, GPU {self.format(gpu)} — {verdict}")
+        return (f"{steps_phrase(steps)}: CPU {self.format(cpu)}, GPU {self.format(gpu)} — {verdict}")
 
     def format(self, amount: float) -> str:
         if self.unit == "ticks":
@@ -155,6 +154,10 @@ class Race:
     def table(self, steps_list) -> list[tuple[int, float, float, str]]:
         """(steps, CPU total, GPU total, winner) for each number of steps."""
         return [(s, self.cpu_total(s), self.gpu_total(s), self.winner(s)) for s in steps_list]
+
+
+def steps_phrase(steps: int) -> str:
+    return f"{steps} step" if steps == 1 else f"{steps} steps"
 
 
 def _check_steps(steps) -> int:

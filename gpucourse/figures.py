@@ -1,0 +1,146 @@
+"""Figures as plain SVG text, so they read well where no code runs (GitHub, nbviewer).
+
+Colours are Okabe–Ito: orange for the CPU, blue for the GPU, and every part is
+also labelled in words.
+"""
+from __future__ import annotations
+
+from html import escape
+
+from .race import Race
+
+CPU_COLOUR = "#E69F00"
+GPU_COLOUR = "#0072B2"
+INK = "#222222"
+
+
+def two_processors_svg() -> str:
+    """'Two processors, two memories, and a narrow link between them'."""
+    def box(x, y, w, h, fill, title, sub, dark=False):
+        colour = "#ffffff" if dark else INK
+        return (f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8" fill="{fill}" '
+                f'stroke="{INK}" stroke-width="1.5"/>'
+                f'<text x="{x + w / 2}" y="{y + h / 2 - 4}" text-anchor="middle" '
+                f'font-size="17" font-weight="bold" fill="{colour}">{title}</text>'
+                f'<text x="{x + w / 2}" y="{y + h / 2 + 16}" text-anchor="middle" '
+                f'font-size="13" fill="{colour}">{sub}</text>')
+
+    def fast(x, y1, y2):
+        return (f'<line x1="{x}" y1="{y1}" x2="{x}" y2="{y2}" stroke="{INK}" stroke-width="10" '
+                f'marker-start="url(#tip)" marker-end="url(#tip)"/>'
+                f'<text x="{x + 12}" y="{(y1 + y2) / 2 + 4}" font-size="12" fill="{INK}">'
+                f'fast</text>')
+
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="640" height="300" viewBox="0 0 640 300" '
+        'role="img" aria-labelledby="twoproc-title twoproc-desc" '
+        'font-family="Helvetica, Arial, sans-serif">'
+        '<title id="twoproc-title">Two processors, two memories, and a narrow link between '
+        'them</title>'
+        '<desc id="twoproc-desc">On the left the CPU, a few strong cores, above main memory '
+        '(RAM). On the right the GPU, thousands of simple cores, above GPU memory. Each '
+        'processor has a wide, fast path to its own memory. The two memories are joined only '
+        'by a narrow link, the PCIe bus, marked "copy: slow".</desc>'
+        '<defs><marker id="tip" viewBox="0 0 10 10" refX="5" refY="5" markerWidth="3" '
+        f'markerHeight="3" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        f'fill="{INK}"/></marker></defs>'
+        '<rect width="640" height="300" fill="#ffffff"/>'
+        + box(20, 20, 220, 90, CPU_COLOUR, "CPU", "a few strong cores")
+        + box(20, 190, 220, 90, "#fbe7bd", "main memory (RAM)", "")
+        + box(400, 20, 220, 90, GPU_COLOUR, "GPU", "thousands of simple cores", dark=True)
+        + box(400, 190, 220, 90, "#cfe3f1", "GPU memory", "")
+        + fast(130, 118, 182) + fast(510, 118, 182)
+        + f'<line x1="250" y1="235" x2="390" y2="235" stroke="{INK}" stroke-width="2.5" '
+          'stroke-dasharray="6 4" marker-start="url(#tip)" marker-end="url(#tip)"/>'
+        + f'<text x="320" y="222" text-anchor="middle" font-size="14" font-weight="bold" '
+          f'fill="{INK}">copy: slow</text>'
+        + f'<text x="320" y="256" text-anchor="middle" font-size="12" fill="{INK}">'
+          'PCIe bus</text>'
+        '</svg>')
+
+
+def race_chart_svg(race: Race, max_steps: int = 8) -> str:
+    """Total time against steps for both lanes, with the crossover marked."""
+    steps = list(range(1, max_steps + 1))
+    cpu = [race.cpu_total(s) for s in steps]
+    gpu = [race.gpu_total(s) for s in steps]
+    top = max(cpu + gpu) * 1.1
+    left, right, up, down = 60, 470, 20, 230
+
+    def x(s):
+        return left + (s - 1) / max(max_steps - 1, 1) * (right - left)
+
+    def y(v):
+        return down - v / top * (down - up)
+
+    def polyline(values, colour, dash=""):
+        points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(steps, values))
+        return (f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="3" '
+                f'{dash}/>')
+
+    cross = race.crossover()
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="280" viewBox="0 0 560 280" '
+        f'role="img" aria-label="{escape(_chart_summary(race, cross))}" '
+        f'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        '<rect width="560" height="280" fill="#ffffff"/>',
+        f'<line x1="{left}" y1="{down}" x2="{right}" y2="{down}" stroke="{INK}"/>',
+        f'<line x1="{left}" y1="{up}" x2="{left}" y2="{down}" stroke="{INK}"/>',
+        f'<text x="{(left + right) / 2}" y="{down + 34}" text-anchor="middle">steps</text>',
+        f'<text x="14" y="{(up + down) / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {(up + down) / 2})">total {race.unit}</text>',
+    ]
+    parts += [f'<text x="{x(s):.1f}" y="{down + 16}" text-anchor="middle">{s}</text>'
+              for s in steps]
+    parts += [f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
+              for v in _ticks(top)]
+    if cross is not None and cross <= max_steps:
+        parts.append(f'<line x1="{x(cross):.1f}" y1="{up}" x2="{x(cross):.1f}" y2="{down}" '
+                     f'stroke="{INK}" stroke-dasharray="3 3"/>'
+                     f'<text x="{x(cross) + 4:.1f}" y="{up + 12}">GPU wins from '
+                     f'{cross} step{"s" if cross > 1 else ""}</text>')
+    parts += [polyline(cpu, CPU_COLOUR), polyline(gpu, GPU_COLOUR, 'stroke-dasharray="8 4"'),
+              f'<text x="{right + 8}" y="{y(cpu[-1]) + 4:.1f}" fill="{INK}" font-weight="bold">'
+              f'CPU</text>',
+              f'<text x="{right + 8}" y="{y(gpu[-1]) + 4:.1f}" fill="{INK}" font-weight="bold">'
+              f'GPU</text>',
+              '</svg>']
+    return "".join(parts)
+
+
+def race_table_html(race: Race, max_steps: int = 8) -> str:
+    """A table of both totals and the winner for 1..max_steps, the crossover row marked."""
+    cross = race.crossover()
+    rows = []
+    for steps, cpu, gpu, winner in race.table(range(1, max_steps + 1)):
+        mark = " ← the GPU starts winning" if steps == cross else ""
+        style = ' style="font-weight:bold"' if steps == cross else ""
+        rows.append(f"<tr{style}><td>{steps}</td><td>{escape(race.format(cpu))}</td>"
+                    f"<td>{escape(race.format(gpu))}</td><td>{winner}{mark}</td></tr>")
+    return ('<table class="race-table"><thead><tr><th>steps</th><th>CPU total</th>'
+            '<th>GPU total</th><th>winner</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def race_fallback_html(race: Race, max_steps: int = 8) -> str:
+    """What a reader sees where the live race cannot run."""
+    cross = race.crossover()
+    where = (f"The GPU wins from {cross} steps on." if cross else
+             "With these speeds the GPU never wins.")
+    return (
+        '<div class="race-fallback">'
+        f'<p><b>The race, as a table</b> (the live race needs a running notebook; '
+        f'{escape(race.note)}). {where}</p>'
+        + race_table_html(race, max_steps) + race_chart_svg(race, max_steps) + "</div>")
+
+
+def _chart_summary(race: Race, cross) -> str:
+    where = f"the GPU wins from {cross} steps" if cross else "the GPU never wins"
+    return f"Total {race.unit} against steps for the CPU and the GPU; {where}."
+
+
+def _ticks(top: float) -> list[float]:
+    raw = top / 4
+    magnitude = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 0.1
+    step = max(round(raw / magnitude), 1) * magnitude
+    return [round(i * step, 6) for i in range(int(top // step) + 1)]
