@@ -1,0 +1,60 @@
+"""The course's configuration: nbgrader_config.py, read the way nbgrader reads it.
+
+The CLI loads the same file nbgrader does, so the sandbox limits (``c.Sandbox.*``) sit
+next to nbgrader's own options, and then adds the pieces only ``course-grade`` uses: the
+sandboxed Execute, a gradebook URL with a busy timeout, and the feedback filter.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+CONFIG_FILE = "nbgrader_config.py"
+# Seconds a gradebook writer waits for another's lock before SQLite says "locked".
+SQLITE_BUSY_TIMEOUT = 120
+
+
+def load_course_config(course_root: Path) -> Config:
+    config = Config()
+    path = Path(course_root) / CONFIG_FILE
+    if path.exists():
+        config.merge(PyFileConfigLoader(CONFIG_FILE, path=str(course_root)).load_config())
+    config.CourseDirectory.root = str(Path(course_root).resolve())
+    return config
+
+
+def gradebook_url(config: Config, course_root: Path) -> str:
+    url = config.CourseDirectory.get("db_url") or f"sqlite:///{Path(course_root).resolve()}/gradebook.db"
+    if url.startswith("sqlite") and "timeout=" not in url:
+        url += ("&" if "?" in url else "?") + f"timeout={SQLITE_BUSY_TIMEOUT}"
+    return url
+
+
+def grading_config(course_root: Path) -> Config:
+    """nbgrader's config for course-grade: the course's own, with our pieces on top."""
+    config = load_course_config(course_root)
+    config.CourseDirectory.db_url = gradebook_url(config, course_root)
+    preprocessors = list(config.Autograde.get("autograde_preprocessors") or _default_autograde())
+    config.Autograde.autograde_preprocessors = [
+        "autograder.execute.SandboxedExecute" if _is_execute(p) else p for p in preprocessors
+    ]
+    # Execute's limits (timeout etc.) are set on nbgrader's Execute; the subclass inherits.
+    feedback = list(config.GenerateFeedback.get("preprocessors") or [])
+    if not any("HideHiddenTests" in str(p) for p in feedback):
+        from autograder.feedback import feedback_preprocessors
+
+        config.GenerateFeedback.preprocessors = feedback_preprocessors()
+    return config
+
+
+def _default_autograde() -> list:
+    from nbgrader.converters import Autograde
+
+    return list(Autograde.class_traits()["autograde_preprocessors"].default())
+
+
+def _is_execute(preprocessor) -> bool:
+    name = preprocessor if isinstance(preprocessor, str) else preprocessor.__name__
+    return name.rsplit(".", 1)[-1] == "Execute"

@@ -1,0 +1,49 @@
+"""What has been graded: one small JSON file per submission, written after its grades
+are committed to the gradebook.
+
+This is what makes grading idempotent and resumable. A run skips a submission whose
+ledger entry has the same content hash; a run killed midway left no entry for the
+submissions it had not finished, so the next run grades exactly those, and nbgrader's
+forced autograde replaces (never adds to) their grade rows. Each entry is written to a
+temporary file and renamed, so a kill never leaves half an entry.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+STATE_DIR = ".course-grade"
+
+
+class Ledger:
+    def __init__(self, course_root: Path, assignment: str):
+        self.folder = Path(course_root) / STATE_DIR / assignment / "ledger"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, student_id: str) -> Path:
+        return self.folder / f"{student_id}.json"
+
+    def get(self, student_id: str) -> dict | None:
+        try:
+            return json.loads(self._path(student_id).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def put(self, entry: dict) -> None:
+        path = self._path(entry["student_id"])
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(entry, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def entries(self) -> list[dict]:
+        out = []
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                out.append(json.loads(path.read_text(encoding="utf-8")))
+            except json.JSONDecodeError:
+                continue
+        return out
