@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -153,38 +154,61 @@ class BackgroundTiming:
     synced: float
     benchmark: float
 
+    def explain(self) -> str:
+        if self.device == "cuda":
+            return (f"Without synchronize() the clock stopped when the work was queued, "
+                    f"{self.synced / self.unsynced:.0f} times too early. With it, and with "
+                    f"torch.utils.benchmark, it stopped when the work was done.")
+        return ("No GPU here: on the CPU, PyTorch finishes each step before it returns, so "
+                "the three times agree. On a GPU the first would read far less than the "
+                "others, because it measures only how long it took to queue the work.")
+
     def lines(self) -> list[str]:
         return [f"job: {self.job} on {self.device}",
                 f"time without synchronize(): {_ms(self.unsynced)}",
-                f"time with synchronize(): {_ms(self.synced)}",
+                f"time with synchronize(): {_ms(self.synced)}"
+                + ("" if self.device == "cuda" else " (on the CPU there is no queue to wait for)"),
                 f"time with torch.utils.benchmark: {_ms(self.benchmark)}"]
 
 
 def background_timing(device: str, size: int | None = None, repeats: int = 10,
                       min_run_time: float = 0.2) -> BackgroundTiming:
     """Times ``repeats`` matrix products with a plain clock, with the clock read after
-    ``torch.cuda.synchronize()``, and with ``torch.utils.benchmark``."""
+    ``torch.cuda.synchronize()``, and with ``torch.utils.benchmark``. On the CPU all
+    three use one thread, so that other programs' load skews them alike."""
     size = size or (4096 if device == "cuda" else 256)
     a = torch.rand(size, size, device=device)
     wait = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    threads = torch.get_num_threads() if device == "cuda" else 1
 
     def job():
         for _ in range(repeats):
             a @ a
 
-    job()  # warm up: the first product on a GPU also starts its maths library
-    wait()
-    start = time.perf_counter()
-    job()
-    unsynced = time.perf_counter() - start  # on a GPU: only the time to queue the work
-    wait()  # drain that queue so the next timing starts empty
-    start = time.perf_counter()
-    job()
-    wait()
-    synced = time.perf_counter() - start
-    bench = seconds("job()", {"job": job}, torch.get_num_threads(), min_run_time)
+    with _threads(threads):
+        job()  # warm up: the first product on a GPU also starts its maths library
+        wait()
+        start = time.perf_counter()
+        job()
+        unsynced = time.perf_counter() - start  # on a GPU: only the time to queue the work
+        wait()  # drain that queue so the next timing starts empty
+        start = time.perf_counter()
+        job()
+        wait()
+        synced = time.perf_counter() - start
+    bench = seconds("job()", {"job": job}, threads, min_run_time)
     return BackgroundTiming(device, f"{repeats} products of {size}x{size} matrices",
                             unsynced, synced, bench)
+
+
+@contextmanager
+def _threads(count: int):
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def rated_link_gb_s() -> tuple[float, str] | None:
@@ -203,6 +227,23 @@ def rated_link_gb_s() -> tuple[float, str] | None:
     if gen not in PCIE_LANE_GB_S:
         return None
     return PCIE_LANE_GB_S[gen] * width, f"PCIe {gen}.0 x{width}"
+
+
+def link_report(times: StepTimes) -> str:
+    """How this machine's copies compare with its link's rated speed."""
+    if not times.has_gpu:
+        return ("No GPU here, so no link to measure. The race's measured mode assumed "
+                f"{SEED_LINK_GB_S:g} GB/s, the text's PCIe 4.0 figure.")
+    pinned = gb_per_s(times.nbytes, times.to_gpu_pinned)
+    pageable = gb_per_s(times.nbytes, times.to_gpu_pageable)
+    text = (f"Your copies reached {pinned:.1f} GB/s from pinned memory and {pageable:.1f} GB/s "
+            f"from pageable memory.")
+    rated = rated_link_gb_s()
+    if rated is not None:
+        gb_s, name = rated
+        text += (f" This GPU's link, {name}, is rated {gb_s:.1f} GB/s each way: pinned copies "
+                 f"reached {pinned / gb_s:.0%} of that.")
+    return text
 
 
 def _ms(secs: float) -> str:

@@ -86,3 +86,23 @@ def test_rated_link_reads_nvidia_smi(tmp_path, monkeypatch):
 def test_rated_link_is_none_when_nvidia_smi_says_nonsense(tmp_path, monkeypatch):
     _fake_smi(tmp_path, monkeypatch, "[N/A], [N/A]")
     assert measure.rated_link_gb_s() is None
+
+
+def test_link_report_without_a_gpu_names_the_assumed_speed():
+    assert "assumed 25 GB/s" in measure.link_report(_cpu_only(1e-3))
+
+
+def test_link_report_compares_copies_with_the_rated_link(tmp_path, monkeypatch):
+    _fake_smi(tmp_path, monkeypatch, "4, 16")
+    t = StepTimes(points=1_000_000, nbytes=12_000_000, threads=8, cpu_one=1e-3, cpu_all=0.2e-3,
+                  to_gpu_pageable=1.2e-3, to_gpu_pinned=0.5e-3, gpu_step=0.01e-3, to_cpu=0.5e-3)
+    text = measure.link_report(t)
+    assert "24.0 GB/s from pinned memory and 10.0 GB/s from pageable" in text
+    assert "PCIe 4.0 x16, is rated 31.5 GB/s each way: pinned copies reached 76%" in text
+
+
+def test_background_timing_explains_itself_for_each_device():
+    gpu = measure.BackgroundTiming("cuda", "job", unsynced=0.1e-3, synced=20e-3, benchmark=19e-3)
+    assert "200 times too early" in gpu.explain()
+    cpu = measure.BackgroundTiming("cpu", "job", unsynced=1e-3, synced=1e-3, benchmark=1e-3)
+    assert "No GPU here" in cpu.explain()
