@@ -1,0 +1,69 @@
+"""The lesson executed on a CUDA GPU (skipped where torch.cuda.is_available() is False)."""
+import re
+
+import nbclient
+import nbformat
+import pytest
+
+from gpucourse import measure
+
+pytestmark = pytest.mark.gpu
+
+# Without nvidia-smi, the fastest common host link: PCIe 5.0 x16.
+FALLBACK_RATED_GB_S = measure.PCIE_LANE_GB_S[5] * 16
+
+
+@pytest.fixture(scope="module")
+def executed(root):
+    path = root / "notebooks" / "gpu_tensors.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def printed(nb, snippet):
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and snippet in c.source]
+    return "".join(o.text for o in cell.outputs if o.output_type == "stream")
+
+
+def figure(text, label, unit):
+    match = re.search(rf"{re.escape(label)}: ([\d.]+) {unit}", text)
+    assert match, f"no line {label!r} in:\n{text}"
+    return float(match.group(1))
+
+
+def test_no_cell_errors_on_the_gpu(executed):
+    errors = [o.evalue for c in executed.cells if c.cell_type == "code"
+              for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+
+
+def test_tensor_py_third_line_reads_cuda0(executed):
+    assert printed(executed, "z = x * 10") == "cuda:0\n[[ 0.  0.  0.]\n [20. 40.  0.]]\n"
+
+
+def test_same_device_error_uses_the_gpu(executed):
+    message = printed(executed, "x_far + y_cpu\nexcept RuntimeError")
+    assert "cuda" in message and "cpu" in message
+    assert printed(executed, "total = x_far + y_cpu.to(far)") == "cuda:0\n"
+
+
+def test_host_to_device_bandwidth_is_positive_and_below_the_links_rated_peak(executed):
+    out = printed(executed, "times = measure_step(device)")
+    rated = (measure.rated_link_gb_s() or (FALLBACK_RATED_GB_S, "assumed"))[0]
+    for kind in ("pinned", "pageable"):
+        gb_s = float(re.search(rf"copy to GPU, {kind} memory: [\d.]+ ms \(([\d.]+) GB/s\)",
+                               out).group(1))
+        assert 0 < gb_s < rated, f"{kind}: {gb_s} GB/s against a rated {rated:.1f} GB/s"
+    assert figure(out, "GPU step", "ms") > 0
+    assert figure(out, "copy back to CPU", "ms") > 0
+    assert "(measured, pinned copies)" in printed(executed, "print(times.verdict())")
+
+
+def test_unsynchronised_timing_reads_less_than_synchronised(executed):
+    out = printed(executed, "timing = background_timing(device)")
+    unsynced = figure(out, "time without synchronize()", "ms")
+    synced = figure(out, "time with synchronize()", "ms")
+    assert unsynced < synced
+    assert figure(out, "time with torch.utils.benchmark", "ms") > unsynced
