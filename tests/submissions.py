@@ -9,6 +9,8 @@ The API, for tests and benchmarks alike (no pytest here):
 - ``make_submission(release_nb_path, answers)``: the release notebook with those answer
   cells filled in (the others keep their stub), as a ``NotebookNode``.
 - ``expected_score(answers_or_mistake)``: the total the autograder must give.
+- ``ANSWER_VALUES``: the seed's answers as printed; never in the release or a message.
+- ``without_cell`` / ``with_cell_source``: tampered copies of a submission.
 
 Example, a class of submissions::
 
@@ -19,6 +21,7 @@ Example, a class of submissions::
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +59,22 @@ def read_points(source: Path = SOURCE) -> dict[str, float]:
         for cell in nb.cells
         if _nbgrader(cell).get("grade") and not _nbgrader(cell).get("solution")
     }
+
+
+# The answers to the seed's own questions, as they would be printed. None of them may
+# appear in the release, in a visible test, or in a failure message.
+ANSWER_VALUES: tuple[str, ...] = (
+    "0.786432", "786432",          # question 2: MB, and bytes
+    "96", "83", "64", "82",        # question 3: ticks at 3 and 2 steps
+    "0.48", "0.976",               # worked example: copy and GPU route, ms
+)
+
+
+
+def answer_values_in(text: str) -> list[str]:
+    """The ANSWER_VALUES that `text` shows as numbers of their own (not inside 0.7864321 or float64)."""
+    return [value for value in ANSWER_VALUES
+            if re.search(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", text)]
 
 
 SOLUTIONS: dict[str, str] = read_solutions()
