@@ -43,3 +43,28 @@ c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
 
 # --- Sandbox (owned by the autograder: autograder/ adds its section below) -------
+
+# --- course-grade sandbox and limits ---
+# Read by `course-grade` (autograder/sandbox.py); plain `nbgrader` ignores the Sandbox
+# section. Every student kernel runs under bubblewrap with these limits, and a kernel
+# that breaks one is killed with its whole process tree.
+c.Sandbox.cpu_seconds = 300        # CPU time of the kernel (RLIMIT_CPU)
+c.Sandbox.wall_seconds = 600       # lifetime of the kernel, whatever it is doing
+c.Sandbox.memory_mb = 4096         # resident memory of the whole process tree
+# RLIMIT_AS (2 x memory_mb per process) stops fast allocations early but breaks CUDA:
+# set False when grading on a GPU (and bind /dev/nvidia* with Sandbox.extra_ro_binds).
+c.Sandbox.address_space_limit = True
+c.Sandbox.max_processes = 256      # processes + threads (RLIMIT_NPROC): stops fork bombs
+c.Sandbox.max_output_mb = 2        # output kept per notebook; the rest is dropped
+c.Sandbox.max_file_mb = 200        # largest file a kernel may write
+# LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`, nbgrader zip_collect): entries
+# named like Blackboard's, <anything>_<student>_attempt_<date>_<notebook>.ipynb.
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*_(?P<student_id>\w+)_attempt_[0-9\-]+_(?P<file_id>[^/]+)$"
+)
+# Feedback never shows hidden tests' code, even from plain `nbgrader generate_feedback`.
+c.GenerateFeedback.preprocessors = [
+    "autograder.feedback.HideHiddenTests",
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
