@@ -200,7 +200,7 @@ class RaceWidget:
         if self.race.unit != "ticks":  # the tick race leaves the crossover to the learner
             where = (f" The GPU wins from {steps_phrase(cross)} on." if cross else
                      " The GPU never wins at these speeds.")
-        self.rule.value = (f"<small>{escape(self.race.note.capitalize())}. "
+        self.rule.value = (f"<small>{escape(self.race.note[:1].upper() + self.race.note[1:])}. "
                            f"{escape(_rule(self.race))}.{escape(where)}</small>")
 
     def _draw(self, steps: int, t: float, started: bool = True) -> None:
