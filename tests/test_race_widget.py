@@ -154,3 +154,13 @@ def test_mime_bundle_has_the_live_view_and_a_static_fallback():
 
 def test_view_is_an_ipywidgets_box():
     assert isinstance(RaceWidget().view, ipywidgets.VBox)
+
+
+def test_static_chart_marks_the_crossover_or_says_there_is_none():
+    from gpucourse.figures import race_chart_svg, race_fallback_html
+
+    assert "GPU wins from 3 steps" in race_chart_svg(Race.ticks())
+    never = Race.ticks(cpu_per_tick=256)
+    assert "wins from" not in race_chart_svg(never)
+    assert "the GPU never wins" in race_chart_svg(never)
+    assert "With these speeds the GPU never wins." in race_fallback_html(never)
