@@ -60,7 +60,7 @@ c.Sandbox.max_file_mb = 200        # largest file a kernel may write
 # LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`, nbgrader zip_collect): entries
 # named like Blackboard's, <anything>_<student>_attempt_<date>_<notebook>.ipynb.
 c.FileNameCollectorPlugin.named_regexp = (
-    r".*_(?P<student_id>\w+)_attempt_[0-9\-]+_(?P<file_id>[^/]+)$"
+    r".*_(?P<student_id>[A-Za-z0-9.\-]+)_attempt_[0-9\-]+_(?P<file_id>[^/]+)$"
 )
 # Feedback never shows hidden tests' code, even from plain `nbgrader generate_feedback`.
 c.GenerateFeedback.preprocessors = [

@@ -17,9 +17,7 @@ import sys
 from pathlib import Path
 
 from autograder import importers
-from autograder.fates import Outcome
 from autograder.grade import InstructorError, grade_assignment
-from autograder.ledger import Ledger
 from autograder.report import export_grades, summary_table, write_report
 
 
@@ -78,10 +76,9 @@ def run_import(args, course: Path) -> None:
         problems = importers.import_folder(course, args.assignment, args.folder.resolve())
     else:
         return
-    ledger = Ledger(course, args.assignment)
-    for student, fate, message in problems:
+    for student, _, message in problems:
         print(f"course-grade: {student}: {message}", file=sys.stderr)
-        ledger.put(Outcome(student, fate, 0.0, None, [message]).as_dict())
+    importers.record_problems(course, args.assignment, problems)
 
 
 def run_grading(args, course: Path) -> list[dict]:

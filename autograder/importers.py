@@ -10,6 +10,7 @@ stops the import of the others.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -25,9 +26,11 @@ Problem = tuple[str, str, str]
 
 
 def _nbgrader(course_root: Path, *args: str) -> subprocess.CompletedProcess:
-    nbgrader = Path(sys.executable).parent / "nbgrader"
-    return subprocess.run([str(nbgrader), *args], cwd=course_root, capture_output=True,
-                          text=True)
+    bin_dir = Path(sys.executable).parent
+    # nbgrader runs `alembic` from PATH when it creates or upgrades a gradebook.
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course_root,
+                          capture_output=True, text=True, env=env)
 
 
 def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
@@ -91,3 +94,13 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
         for src, name in targets:
             shutil.copyfile(src, dest / name)
     return problems
+
+
+def record_problems(course_root: Path, assignment: str, problems: list[Problem]) -> None:
+    """Put import problems in the ledger, so the report gives those students a fate."""
+    from autograder.fates import Outcome
+    from autograder.ledger import Ledger
+
+    ledger = Ledger(course_root, assignment)
+    for student, fate, message in problems:
+        ledger.put(Outcome(student, fate, 0.0, None, [message]).as_dict())

@@ -1,0 +1,185 @@
+"""course-grade on a whole class: scores, fates, nothing touched, feedback, re-runs."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import importers
+from tests.class_fixture import (ASSIGNMENT, NOTEBOOK, build_course, full_class, honest_cases,
+                                 place_class)
+from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
+
+pytestmark = pytest.mark.slow
+CLI = str(Path(sys.executable).parent / "course-grade")
+SOURCE_TABLES = ("assignment", "notebook", "grade_cells", "solution_cells", "task_cells",
+                 "source_cells")
+
+
+def course_grade(course: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
+                          capture_output=True, text=True, timeout=900, **kw)
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def source_rows(course: Path) -> dict:
+    with sqlite3.connect(course / "gradebook.db") as db:
+        return {t: sorted(map(repr, db.execute(f"SELECT * FROM {t}"))) for t in SOURCE_TABLES}
+
+
+def report(course: Path) -> dict[str, dict]:
+    rows = json.loads((course / "reports" / ASSIGNMENT / "report.json").read_text())
+    return {r["student_id"]: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("class")
+    course = build_course(tmp)
+    cases = full_class()
+    inputs = place_class(course, tmp, cases)
+    importers.import_exchange(course, ASSIGNMENT)
+    importers.record_problems(course, ASSIGNMENT,
+                              importers.import_zip(course, ASSIGNMENT, inputs["zip"]))
+    before = {"source": tree_hashes(course / "source"), "release": tree_hashes(course / "release"),
+              "rows": source_rows(course), "config": tree_hashes(course)["nbgrader_config.py"]}
+    # The folder import happens in the same command that grades.
+    result = course_grade(course, "--folder", str(inputs["folder"]), "-j", "2")
+    before["submitted"] = tree_hashes(course / "submitted")
+    return course, cases, before, result
+
+
+def test_batch_completes_with_a_fate_for_every_submission(graded):
+    course, cases, _, result = graded
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(report(course)) == {c.student for c in cases}
+    assert len(cases) >= 25
+    assert (course / "grades.csv").read_text().count(ASSIGNMENT) >= len(cases) - 3
+
+
+def test_every_score_and_fate(graded):
+    course, cases, _, _ = graded
+    outcomes = report(course)
+    wrong = []
+    for case in cases:
+        got = outcomes[case.student]
+        if got["score"] != case.expected_score or got["fate"] != case.expected_fate:
+            wrong.append((case.student, case.expected_score, case.expected_fate,
+                          got["score"], got["fate"], got["details"] + got["flags"]))
+        if case.expected_flag and not any(case.expected_flag in f for f in got["flags"]):
+            wrong.append((case.student, "flag", case.expected_flag, got["flags"]))
+    assert not wrong
+
+
+def test_hostile_submissions_gain_nothing(graded):
+    course, cases, _, _ = graded
+    honest = {c.student for c in honest_cases()}
+    outcomes = report(course)
+    for case in cases:
+        if case.student not in honest and case.expected_score is not None:
+            assert outcomes[case.student]["score"] <= case.expected_score < TOTAL
+
+
+def test_nothing_but_grade_rows_changes(graded):
+    course, _, before, _ = graded
+    assert tree_hashes(course / "source") == before["source"]
+    assert tree_hashes(course / "release") == before["release"]
+    assert tree_hashes(course)["nbgrader_config.py"] == before["config"]
+    assert source_rows(course) == before["rows"]
+    with sqlite3.connect(course / "gradebook.db") as db:
+        manual = db.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()
+    assert manual == (0,)  # the gradebook rewrite reached nothing
+
+
+def test_feedback_shows_no_hidden_test_source(graded):
+    course, _, _, _ = graded
+    source = nbformat.read(SOURCE, as_version=4)
+    hidden = []
+    for cell in source.cells:
+        text = cell.source
+        if "### BEGIN HIDDEN TESTS" in text:
+            region = text.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS")[0]
+            hidden += [line.strip() for line in region.splitlines() if len(line.strip()) > 12]
+    assert hidden
+    pages = list((course / "feedback").rglob("*.html"))
+    assert len(pages) >= 20
+    import html
+
+    for page in pages:
+        text = html.unescape(page.read_text())
+        leaked = [line for line in hidden if line in text]
+        assert not leaked, (page, leaked[:3])
+    mib = html.unescape((course / "feedback" / "mistake-mib" / ASSIGNMENT /
+                         f"{ASSIGNMENT}.html").read_text())
+    assert MISTAKES["mib"].hint in mib  # the failure message itself still shows
+
+
+def test_second_run_grades_only_what_changed(graded):
+    course, _, _, _ = graded
+    again = course_grade(course)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert all(o["this_run"] != "graded" for o in report(course).values())
+    nbformat.write(make_submission(RELEASE, SOLUTIONS),
+                   course / "submitted" / "blank" / ASSIGNMENT / NOTEBOOK)
+    third = course_grade(course)
+    rerun = {s for s, o in report(course).items() if o["this_run"] == "graded"}
+    assert third.returncode == 0 and rerun == {"blank"}
+    assert report(course)["blank"]["score"] == TOTAL
+
+
+def test_refuses_without_bwrap_and_warns_with_no_sandbox(graded, tmp_path):
+    course, _, _, _ = graded
+    config = course / "nbgrader_config.py"
+    original = config.read_text()
+    try:
+        config.write_text(original + '\nc.Sandbox.bwrap = "/nonexistent/bwrap"\n')
+        refused = course_grade(course)
+        warned = course_grade(course, "--no-sandbox")
+    finally:
+        config.write_text(original)
+    assert refused.returncode == 2 and "bubblewrap" in refused.stderr
+    assert warned.returncode == 0 and "WARNING: --no-sandbox" in warned.stderr
+
+
+def test_killed_run_resumes_and_parallel_equals_serial(tmp_path):
+    course = build_course(tmp_path)
+    picks = ["ada", "blank", "mistake-mib", "mistake-one-copy"]
+    cases = [c for c in honest_cases() if c.student in picks]
+    folder = place_class(course, tmp_path, cases)["folder"]
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--folder", str(folder),
+                            "-j", "1", "--no-progress"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
+        time.sleep(0.2)
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    done_before = {p.stem for p in ledger.glob("*.json")}
+    assert 1 <= len(done_before) < len(picks)
+
+    resumed = course_grade(course, "-j", "2")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    parallel = report(course)
+    assert {s for s, o in parallel.items() if o["this_run"] == "graded"} == set(picks) - done_before
+    assert {s: o["score"] for s, o in parallel.items()} == {c.student: c.expected_score for c in cases}
+    with sqlite3.connect(course / "gradebook.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone() == (len(picks),)
+
+    serial = course_grade(course, "--force", "-j", "1")
+    assert serial.returncode == 0
+    assert {s: (o["score"], o["fate"]) for s, o in report(course).items()} == \
+        {s: (o["score"], o["fate"]) for s, o in parallel.items()}
