@@ -1,0 +1,101 @@
+"""Grading throughput: plain nbgrader against course-grade, side by side.
+
+Grades the same class (honest submissions from tests/submissions.py, copied to N
+students) three ways, each in a fresh copy of the course:
+  plain     `nbgrader autograde` (serial, no sandbox)
+  serial    `course-grade --jobs 1` (sandboxed)
+  parallel  `course-grade --jobs <cpus>` (sandboxed)
+and prints submissions per minute, parallel/plain, the sandbox's overhead (serial
+against plain), and how the parallel pipeline's time grows from 10 to N submissions.
+course-grade's time includes what plain nbgrader does not do: the integrity review,
+feedback and export.
+
+    .venv/bin/python benchmarks/bench_grading.py            # 40 submissions
+    .venv/bin/python benchmarks/bench_grading.py --n 12     # a quick look
+Needs root and bwrap, like course-grade itself.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+
+from autograder.importers import _nbgrader  # noqa: E402
+from tests.class_fixture import NOTEBOOK, build_course, honest_cases  # noqa: E402
+
+ASSIGNMENT = "gpu_tensors"
+
+
+def make_class(n: int, tmp: Path) -> Path:
+    course = build_course(tmp)
+    cases = honest_cases()
+    for i in range(n):
+        case = cases[i % len(cases)]
+        dest = course / "submitted" / f"s{i:03d}" / ASSIGNMENT
+        dest.mkdir(parents=True)
+        nbformat.write(case.nb, dest / NOTEBOOK)
+    return course
+
+
+def timed(label: str, command) -> float:
+    start = time.perf_counter()
+    result = command()
+    seconds = time.perf_counter() - start
+    if result.returncode not in (0, 1):  # nbgrader exits 1 when a notebook errors
+        raise SystemExit(f"{label} failed:\n{result.stderr[-2000:]}")
+    return seconds
+
+
+def plain(course: Path):
+    return _nbgrader(course, "autograde", ASSIGNMENT, "--force")
+
+
+def pipeline(course: Path, jobs: int):
+    cli = Path(sys.executable).parent / "course-grade"
+    return subprocess.run([str(cli), ASSIGNMENT, "--course", str(course), "--jobs", str(jobs),
+                           "--no-progress"], capture_output=True, text=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    try:
+        times = {}
+        for label, run in [("plain nbgrader, serial", plain),
+                           ("course-grade, serial, sandboxed", lambda c: pipeline(c, 1)),
+                           (f"course-grade, {args.jobs} jobs, sandboxed",
+                            lambda c: pipeline(c, args.jobs))]:
+            course = make_class(args.n, Path(tempfile.mkdtemp(dir=base)))
+            times[label] = timed(label, lambda: run(course))
+        small = make_class(10, Path(tempfile.mkdtemp(dir=base)))
+        t10 = timed("parallel, 10", lambda: pipeline(small, args.jobs))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+    print(f"\nGrading {args.n} submissions of {ASSIGNMENT} on {os.cpu_count()} CPUs")
+    print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s}")
+    for label, seconds in times.items():
+        print(f"{label:40s} {seconds:9.1f} {args.n / seconds * 60:16.1f}")
+    plain_s, serial_s, parallel_s = times.values()
+    print(f"\nparallel / plain throughput: {plain_s / parallel_s:.2f}x   (target >= 1.7x)")
+    print(f"sandbox overhead (serial sandboxed vs plain): {(serial_s / plain_s - 1) * 100:+.0f}%"
+          f"   (target <= 10%)")
+    print(f"time growth, parallel: 10 submissions {t10:.1f} s -> {args.n} submissions "
+          f"{parallel_s:.1f} s ({parallel_s / t10:.2f}x for {args.n / 10:.0f}x the work)")
+
+
+if __name__ == "__main__":
+    main()
