@@ -183,3 +183,14 @@ def test_visible_tests_fail_with_a_message_on_implausible_answers(no_nbgrader):
     assert {cell.id: errors.get(cell.id) for cell in _visible_tests(nb)} == {
         cell.id: "CheckFailed" for cell in _visible_tests(nb)
     }
+
+
+@pytest.mark.gpu
+def test_solutions_pass_every_hidden_test_on_cuda():
+    """Where there is a GPU, the hidden device test also moves a batch to a model on cuda."""
+    nb = _read(subs.SOURCE)
+    nb.cells.append(nbformat.v4.new_code_cell("assert torch.cuda.is_available()", id="probe-cuda"))
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
+    errors = {cell.id: output.get("evalue") for cell in nb.cells if cell.cell_type == "code"
+              for output in cell.outputs if output.output_type == "error"}
+    assert errors == {}
