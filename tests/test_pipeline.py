@@ -21,8 +21,8 @@ from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_
 
 pytestmark = pytest.mark.slow
 CLI = str(Path(sys.executable).parent / "course-grade")
-SOURCE_TABLES = ("assignment", "notebook", "grade_cells", "solution_cells", "task_cells",
-                 "source_cells")
+SOURCE_TABLES = ("course", "assignment", "notebook", "base_cell", "grade_cells",
+                 "solution_cells", "task_cells", "source_cell")
 
 
 def course_grade(course: Path, *args: str, **kw) -> subprocess.CompletedProcess:
