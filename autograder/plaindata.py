@@ -21,6 +21,11 @@ import json
 import math
 import sys
 
+# Bound when the kernel starts, before student code: a notebook that rebinds
+# builtins.isinstance (or type, len...) changes nothing here.
+from builtins import (abs, bool, bytes, callable, dict, float, getattr, hasattr, id,  # noqa: E402,A004
+                      int, isinstance, len, list, repr, sorted, str, tuple, type)
+
 MAX_ELEMENTS = 1 << 22  # per tensor or array: 4 Mi numbers, 16 MB of float32
 MAX_DEPTH = 20
 MAX_ITEMS = 100_000  # per list, tuple or dict

@@ -29,6 +29,11 @@ import types
 
 from autograder import plaindata
 
+# Bound when the kernel starts, before student code: a notebook that rebinds
+# builtins.isinstance (or type, len...) changes nothing here.
+from builtins import (abs, bool, bytes, callable, dict, float, getattr, hasattr, id,  # noqa: E402,A004
+                      int, isinstance, len, list, repr, sorted, str, tuple, type)
+
 MAX_LOG_BYTES = 256 * 1024 * 1024
 _fd = -1
 _active = None

@@ -38,8 +38,11 @@ class Replay:
     def __init__(self, log_path: str, answer_names):
         self.answer_names = list(answer_names)
         self.values: dict[str, object] = {}
-        self.cells: list[tuple[int, str, dict]] = []  # (cell number, source hash, names)
-        self.calls: dict[tuple[int, int], list[dict]] = defaultdict(list)  # (cell, fn)
+        # A kernel that died and was restarted starts numbering its cells and functions
+        # again: each start of the audit log begins a new session.
+        self.session = 0
+        self.cells: list[tuple[tuple, str, dict]] = []  # ((session, cell), hash, names)
+        self.calls: dict[tuple, list[dict]] = defaultdict(list)  # ((session, cell), fn)
         self.used: set[int] = set()  # id() of call entries already replayed
         self.cursor = -1
         self.answer_fids: set[int] = set()
@@ -60,13 +63,15 @@ class Replay:
 
     def _take(self, entry: dict) -> None:
         kind = entry.get("t")
-        if kind == "value":
+        if kind == "audit" and entry.get("event") == "install":
+            self.session += 1
+        elif kind == "value":
             self.values[str(entry["d"])] = entry["v"]
         elif kind == "cell":
-            self.cells.append((int(entry.get("n", len(self.cells))), str(entry["src"]),
+            self.cells.append(((self.session, int(entry["n"])), str(entry["src"]),
                                dict(entry["names"])))
         elif kind == "call":
-            self.calls[(int(entry["cell"]), int(entry["fn"]))].append(entry)
+            self.calls[((self.session, int(entry["cell"])), int(entry["fn"]))].append(entry)
 
     # -- binding names -------------------------------------------------------------
     def bind(self, ns: dict, hashes, required: bool) -> None:

@@ -1,0 +1,19 @@
+"""Edits the notebook's JSON: empties one failing test, deletes another, relabels a third."""
+from tests.hostile._common import BASE, HONEST_SCORE
+from tests.submissions import make_submission, with_cell_source, without_cell
+
+STUDENT_ID = "trick-edits-test-cells"
+EXPECTED_SCORE = HONEST_SCORE
+EXPECTED_FATE = "flagged"
+EXPECTED_FLAG = "test cell"
+
+
+def transform(nb):
+    nb = make_submission(answers=BASE)
+    nb = with_cell_source(nb, "test_q4_gpu_route", "pass")
+    nb = without_cell(nb, "test_q4_copy_ms")
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") == "test_q4_worked_example_form":
+            meta["points"] = 20
+    return nb
