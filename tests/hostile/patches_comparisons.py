@@ -1,13 +1,15 @@
-"""Rebind builtins and patch the comparisons the checks use, so wrong numbers compare equal."""
+"""Patch the comparisons the checks use and shadow isinstance, so wrong numbers pass."""
 from tests.hostile._common import HONEST_SCORE, with_trick
 
 STUDENT_ID = "trick-patches-comparisons"
 ANSWERS = with_trick('''
-import builtins, math, torch
+import math, torch
 math.isclose = lambda *args, **kwargs: True
 torch.equal = lambda *args, **kwargs: True
-builtins.isinstance = lambda obj, cls: True
+isinstance = lambda obj, cls: True  # the checks look names up in the notebook's namespace
 ''')
-EXPECTED_SCORE = HONEST_SCORE
+# The shadowed isinstance breaks checks in the student's own kernel (it scores 16 there),
+# and the clean room never gives more than that kernel: 16 < HONEST_SCORE.
+EXPECTED_SCORE = HONEST_SCORE - 10
 EXPECTED_FATE = "flagged"
 EXPECTED_FLAG = "patches math.isclose"

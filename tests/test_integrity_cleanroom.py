@@ -1,0 +1,137 @@
+"""End to end: each trick of tests/hostile/ gains nothing, and honest work loses nothing.
+
+Each submission runs as nbgrader's autograde runs it (test cells restored from the source,
+hidden tests included, in a sandboxed kernel started through autograder.kernel_entry,
+so the audit hooks and the answer recorder are in place), then ``integrity.review``
+decides. The score is nbgrader's rule on the kernel's outputs, with the review's
+``zero_cells`` revoked: what the pipeline records.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import integrity
+from autograder.cleanroom import kernel_scores
+from autograder.context import GradingContext
+from tests.hostile._common import HONEST_SCORE
+from tests.submissions import MISTAKES, RELEASE, ROOT, SOLUTIONS, SOURCE, TOTAL, make_submission
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                reason="needs bubblewrap (scripts/setup --system installs it)")
+HOSTILE = sorted(p for p in (ROOT / "tests" / "hostile").glob("*.py")
+                 if not p.name.startswith("_"))
+
+
+def load_case(path: Path):
+    spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def as_nbgrader_runs_it(nb):
+    """Test cells get back their source and metadata, hidden tests included, and a
+    deleted one is put back (OverwriteCells.add_missing_cells), as nbgrader does."""
+    source = nbformat.read(SOURCE, as_version=4)
+    tests = [nbformat.from_dict(c) for c in source.cells
+             if c.metadata.get("nbgrader", {}).get("grade")]
+    nb = nbformat.from_dict(nb)
+    nb.cells = _stable_merge(nb.cells, tests)
+    return nb
+
+
+def _stable_merge(original, restored):
+    # Keep the student's order; a restored cell takes its own place, a missing one
+    # goes back right after the cell that precedes it in the source.
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in restored}
+    out, done = [], set()
+    for cell in original:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in done:
+            continue
+        out.append(by_id.get(grade_id, cell) if grade_id else cell)
+        done.add(grade_id)
+    source_ids = [c.metadata.get("nbgrader", {}).get("grade_id")
+                  for c in nbformat.read(SOURCE, as_version=4).cells]
+    for grade_id, cell in by_id.items():
+        if grade_id and grade_id not in done:
+            before = source_ids[:source_ids.index(grade_id)]
+            at = max((i for i, c in enumerate(out)
+                      if c.metadata.get("nbgrader", {}).get("grade_id") in before), default=-1)
+            out.insert(at + 1, cell)
+            done.add(grade_id)
+    return out
+
+
+def grade(nb, student: str, tmp: Path):
+    from nbclient import NotebookClient
+
+    from autograder.kernel import launch_kernel
+
+    work, scratch = tmp / student / "work", tmp / student / "scratch"
+    work.mkdir(parents=True)
+    scratch.mkdir()
+    submitted = work / "submitted.ipynb"
+    nbformat.write(nb, submitted)
+    run = as_nbgrader_runs_it(nb)
+    log = scratch / "audit.log"
+    km = launch_kernel(work, log)
+    try:
+        NotebookClient(run, km=km, timeout=30, allow_errors=True).execute()
+    except Exception:  # noqa: BLE001 - a dead kernel ends the run, as in nbgrader
+        pass
+    finally:
+        km.shutdown_kernel(now=True)
+    autograded = scratch / "autograded.ipynb"
+    nbformat.write(run, autograded)
+    ctx = GradingContext(student, "gpu_tensors", ROOT, work, submitted, autograded, SOURCE,
+                         log, launch_kernel, scratch)
+    review = integrity.review(ctx)
+    scores = kernel_scores(run)
+    final = sum(0.0 if g in review.zero_cells else s for g, s in scores.items())
+    return final, sum(scores.values()), review
+
+
+CASES = [(p.stem, p) for p in HOSTILE]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Every case graded once, two at a time (each is mostly a kernel waiting on torch)."""
+    tmp = tmp_path_factory.mktemp("integrity")
+    jobs = {"honest-solutions": make_submission(RELEASE, SOLUTIONS),
+            "honest-mutates-batch": make_submission(RELEASE, MISTAKES["mutates_batch"].answers),
+            "honest-device-only": make_submission(RELEASE, MISTAKES["device_only"].answers)}
+    for name, path in CASES:
+        case = load_case(path)
+        jobs[name] = case.transform(None) if hasattr(case, "transform") else \
+            make_submission(RELEASE, case.ANSWERS)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(grade, nb, name, tmp) for name, nb in jobs.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+@pytest.mark.parametrize("name, mistake", [("honest-solutions", None),
+                                           ("honest-mutates-batch", "mutates_batch"),
+                                           ("honest-device-only", "device_only")])
+def test_honest_work_keeps_every_point_and_raises_no_flag(graded, name, mistake):
+    final, kernel, review = graded[name]
+    expected = TOTAL if mistake is None else MISTAKES[mistake].score
+    assert (final, kernel) == (expected, expected)
+    assert review.flags == [] and review.zero_cells == set()
+
+
+@pytest.mark.parametrize("name, path", CASES, ids=[n for n, _ in CASES])
+def test_a_trick_gains_nothing_and_is_flagged(graded, name, path):
+    case = load_case(path)
+    final, kernel, review = graded[name]
+    assert final == case.EXPECTED_SCORE, (kernel, review)
+    assert any(case.EXPECTED_FLAG in flag for flag in review.flags), review.flags
+    assert case.EXPECTED_FATE == "flagged"
+    assert final <= HONEST_SCORE or name == "lying_values"  # never more than honest work
