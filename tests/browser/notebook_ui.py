@@ -2,6 +2,8 @@
 the kernel, run cells, read outputs."""
 from __future__ import annotations
 
+import uuid
+
 from playwright.sync_api import Locator, Page, expect
 
 KERNEL_START_MS = 120_000
@@ -9,8 +11,10 @@ RUN_ALL_MS = 240_000
 
 
 def open_notebook(page: Page, lab, path: str) -> None:
+    """Open ``path`` alone, in a fresh workspace: Lab would otherwise reopen the
+    notebooks an earlier test left open, and their cells would mix with these."""
     page.set_viewport_size({"width": 1280, "height": 1000})
-    page.goto(lab.url(f"lab/tree/{path}"))
+    page.goto(lab.url(f"lab/workspaces/{uuid.uuid4().hex}/tree/{path}"))
     wait_for_idle_kernel(page, KERNEL_START_MS)
 
 
@@ -33,11 +37,13 @@ def run_all_cells(page: Page) -> None:
 
 
 def code_cell(page: Page, text: str) -> Locator:
-    """The one code cell whose source contains ``text``."""
-    cell = page.locator(".jp-Notebook .jp-CodeCell").filter(
-        has=page.locator(".jp-InputArea-editor", has_text=text))
-    expect(cell).to_have_count(1)
-    return cell
+    """The one code cell whose source contains ``text``, found by its position so the
+    locator still holds after the source is edited."""
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    sources = cells.locator(".jp-InputArea-editor").all_text_contents()
+    matches = [index for index, source in enumerate(sources) if text in source]
+    assert len(matches) == 1, f"{len(matches)} code cells contain {text!r}"
+    return cells.nth(matches[0])
 
 
 def run_cell(page: Page, cell: Locator) -> None:
@@ -59,10 +65,12 @@ def execution_count(cell: Locator) -> str:
 
 
 def error_text(cell: Locator) -> str:
-    """The cell's traceback, or "" when it ran without an error."""
+    """What the cell wrote to stderr: its error, if any ("" when it ran cleanly).
+
+    Lab renders errors and stderr alike (one mime type); the course's checks raise
+    errors with a one-line message and no "Traceback", so any stderr counts."""
     errors = cell.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
-    texts = [t for t in errors.all_text_contents() if "Traceback" in t or "Error" in t]
-    return "\n".join(texts)
+    return "\n".join(errors.all_text_contents()).strip()
 
 
 def output_text(page: Page) -> str:
