@@ -34,9 +34,10 @@ def requirement_pins(path: Path) -> dict[str, str]:
 
 
 def test_requirements_pin_cpu_torch_from_pytorchs_cpu_index(root):
-    lines = (root / "binder" / "requirements.txt").read_text().splitlines()
+    requirements = root / "binder" / "requirements.txt"
+    lines = requirements.read_text().splitlines()
     assert TORCH_INDEX in lines
-    assert re.fullmatch(r"\d+\.\d+\.\d+\+cpu", requirement_pins(root / "binder" / "requirements.txt")["torch"])
+    assert re.fullmatch(r"\d+\.\d+\.\d+\+cpu", requirement_pins(requirements)["torch"])
     assert "." in lines or "-e ." in lines, "binder must install the course package itself"
 
 
@@ -109,17 +110,18 @@ def test_postbuild_turns_on_validate_and_create_and_off_the_exchange_lists(root,
         assert f'"{plugin}"' in bundle, f"{plugin} is not a plugin of nbgrader's lab extension"
 
 
-def fake_jupyter(folder: Path, script: str) -> dict[str, str]:
-    folder.mkdir()
-    (folder / "jupyter").write_text(f"#!/bin/sh\n{script}\n")
-    (folder / "jupyter").chmod(0o755)
-    return {**os.environ, "PATH": f"{folder}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+def postbuild_with_fake_jupyter(root: Path, folder: Path, script: str):
+    """Run postBuild where `jupyter` is a shell ``script`` instead of the real one."""
+    (folder / "bin").mkdir()
+    (folder / "bin" / "jupyter").write_text(f"#!/bin/sh\n{script}\n")
+    (folder / "bin" / "jupyter").chmod(0o755)
+    env = {**os.environ, "PATH": f"{folder / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    return subprocess.run(["bash", root / "binder" / "postBuild"], env=env, cwd=folder,
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_postbuild_stops_at_a_failing_command_and_names_it(root, tmp_path):
-    env = fake_jupyter(tmp_path / "bin", 'echo "jupyter: broken" >&2; exit 3')
-    result = subprocess.run(["bash", root / "binder" / "postBuild"], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    result = postbuild_with_fake_jupyter(root, tmp_path, 'echo "jupyter: broken" >&2; exit 3')
     assert result.returncode != 0
     assert "postBuild: FAILED at line" in result.stderr
     assert "jupyter labextension enable @jupyter/nbgrader:create-assignment" in result.stderr
@@ -128,8 +130,6 @@ def test_postbuild_stops_at_a_failing_command_and_names_it(root, tmp_path):
 
 def test_postbuild_fails_when_nbgrader_is_not_installed(root, tmp_path):
     # Every jupyter command "works" but lists no extensions, as without nbgrader.
-    env = fake_jupyter(tmp_path / "bin", 'echo "JupyterLab v4.6.6" >&2; exit 0')
-    result = subprocess.run(["bash", root / "binder" / "postBuild"], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    result = postbuild_with_fake_jupyter(root, tmp_path, 'echo "JupyterLab v4.6.6" >&2; exit 0')
     assert result.returncode != 0
     assert "postBuild: FAILED: lab extension @jupyter/nbgrader is not installed" in result.stderr
