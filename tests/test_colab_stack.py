@@ -80,7 +80,7 @@ def colab_with_course(root, colab_python, tmp_path_factory) -> Path:
     """Colab's stack plus the course, installed from a freshly built wheel."""
     build = tmp_path_factory.mktemp("wheel")
     package = copy_package(root, build / "package")
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
          "--wheel-dir", build / "dist", package], timeout=300)
     wheel, = (build / "dist").glob("gpucourse-*.whl")
     pip(colab_python, "install", "--no-deps", "--force-reinstall", wheel, timeout=300)
