@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -50,7 +51,9 @@ def test_readme_and_notebooks_are_in_step_with_pyproject(root):
 def test_readme_has_colab_badges_for_lesson_and_release_and_a_binder_badge(root):
     readme = (root / "README.md").read_text()
     badges = readme.split("<!-- BEGIN BADGES", 1)[1].split("<!-- END BADGES -->", 1)[0]
-    slug = "gpu-course/pytorch-tensors-on-the-gpu"
+    with open(root / "pyproject.toml", "rb") as file:
+        repository = tomllib.load(file)["project"]["urls"]["Repository"]
+    slug = repository.removeprefix("https://github.com/")
     for notebook in ["notebooks/gpu_tensors.ipynb", "release/gpu_tensors/gpu_tensors.ipynb"]:
         assert (root / notebook).is_file(), f"{notebook} is missing"
         assert f"https://colab.research.google.com/github/{slug}/blob/main/{notebook}" in badges
