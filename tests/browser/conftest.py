@@ -106,7 +106,8 @@ class _Server:
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                # Its own session: this reaches the kernels it started, too.
+                os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
 
 
