@@ -98,6 +98,7 @@ def lab(root, tmp_path_factory):
 class _Server:
     lab: Lab
     process: subprocess.Popen
+    log: object  # the open file the server writes its log to
 
     def stop(self):
         # Lab's own shutdown also stops its kernels; kill only if it hangs.
@@ -109,6 +110,7 @@ class _Server:
                 # Its own session: this reaches the kernels it started, too.
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+        self.log.close()
 
 
 def _start_lab(course: Path, home: Path) -> _Server:
@@ -128,7 +130,7 @@ def _start_lab(course: Path, home: Path) -> _Server:
     log = open(log_path, "wb")
     process = subprocess.Popen(command, cwd=course, env=env, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
-    server = _Server(Lab(f"http://127.0.0.1:{port}/", token, course), process)
+    server = _Server(Lab(f"http://127.0.0.1:{port}/", token, course), process, log)
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -140,7 +142,6 @@ def _start_lab(course: Path, home: Path) -> _Server:
             pass
         time.sleep(0.5)
     server.stop()
-    log.close()
     tail = log_path.read_text(errors="replace")[-4000:]
     pytest.fail(f"jupyter lab did not answer /api/status within {STARTUP_SECONDS} s "
                 f"(exit code {process.poll()}); its log ends:\n{tail}")
