@@ -61,7 +61,7 @@ def test_readme_has_colab_badges_for_lesson_and_release_and_a_binder_badge(root)
     assert binder in badges
 
 
-def test_check_names_every_drift_and_a_sync_repairs_it(checkout):
+def test_check_names_every_drift_and_a_sync_repairs_it(root, checkout):
     move_repository(checkout, MOVED)
     notebooks = sorted(p.relative_to(checkout).as_posix() for p in checkout.glob("**/*.ipynb"))
     assert notebooks, "no notebooks to check"
@@ -79,6 +79,12 @@ def test_check_names_every_drift_and_a_sync_repairs_it(checkout):
     for name in notebooks:
         cell = first_code_cell(json.loads((checkout / name).read_text()))
         assert f'"gpucourse @ git+{MOVED}"' in cell, name
+        # The rewrite touches the install line and nothing else in the file.
+        before = (root / name).read_text().splitlines()
+        after = (checkout / name).read_text().splitlines()
+        changed = [(old, new) for old, new in zip(before, after) if old != new]
+        assert len(before) == len(after) and len(changed) == 1, name
+        assert "%pip install" in changed[0][1] and MOVED in changed[0][1], name
 
 
 def test_check_refuses_a_notebook_without_the_setup_cell(checkout):
