@@ -13,10 +13,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 from course_package import copy_package, pip, run
 
@@ -50,6 +52,15 @@ def test_requirements_match_the_development_pins(root):
         if name in constraints:
             assert version.split("+")[0] == constraints[name], (
                 f"{name}: binder pins {version}, requirements/constraints.txt {constraints[name]}")
+
+
+def test_runtime_python_meets_the_projects_requires_python(root):
+    runtime = (root / "binder" / "runtime.txt").read_text().strip()
+    match = re.fullmatch(r"python-(\d+\.\d+)", runtime)
+    assert match, f"binder/runtime.txt should read python-X.Y, not {runtime!r}"
+    with open(root / "pyproject.toml", "rb") as file:
+        requires = SpecifierSet(tomllib.load(file)["project"]["requires-python"])
+    assert f"{match[1]}.0" in requires, f"{runtime} is outside requires-python {requires}"
 
 
 @pytest.fixture(scope="module")
