@@ -1,6 +1,7 @@
 """The clean room: the trusted tests, run on the student's answers as plain data.
 
-A fresh sandboxed kernel that never runs student code executes the SOURCE notebook's
+A sandboxed kernel that never runs student code (one per grading worker, kept warm
+from one submission to the next: :class:`CleanRoom`) executes the SOURCE notebook's
 cells: the instructor's own code and test cells as written, and in place of every answer
 cell nothing at all. Before each cell, ``autograder.replay`` binds the answer names to
 what the student's kernel recorded (``autograder.recorder``) just before it ran that
@@ -108,59 +109,144 @@ def kernel_scores(nb) -> dict[str, float]:
 
 
 def run(source_nb, autograded_nb, answers_log: Path, launch_kernel, *,
-        scratch_dir: Path | None = None, cell_timeout: int = 30) -> CleanRoomResult:
-    """Run the clean room on the answers recorded in ``answers_log``."""
-    steps = plan(source_nb, autograded_nb)
-    result = CleanRoomResult(scores={s.grade_id: 0.0 for s in steps if s.grade_id})
-    room = Path(tempfile.mkdtemp(prefix="cleanroom-", dir=scratch_dir))
+        scratch_dir: Path | None = None, cell_timeout: int = 30,
+        room: "CleanRoom | None" = None) -> CleanRoomResult:
+    """Run the clean room on the answers recorded in ``answers_log``.
+
+    With ``room`` (a warm :class:`CleanRoom`), its kernel is reused; without, a fresh
+    kernel is started for this one submission and shut down after.
+    """
+    if room is not None:
+        return room.check(source_nb, autograded_nb, answers_log, cell_timeout)
+    folder = Path(tempfile.mkdtemp(prefix="cleanroom-", dir=scratch_dir))
+    once = CleanRoom(launch_kernel, folder)
     try:
-        # Only the answers enter the room: no file the student's kernel wrote can be
-        # imported or read there.
-        shutil.copyfile(answers_log, room / "answers.jsonl")
-        km = launch_kernel(room, room / "cleanroom-audit.log")
-        try:
-            _execute(km, steps, answer_names(source_nb), result, cell_timeout)
-        finally:
-            km.shutdown_kernel(now=True)
-    except Exception as exc:  # noqa: BLE001 - no clean-room pass, and say why
-        result.problem = f"{type(exc).__name__}: {exc}"
+        return once.check(source_nb, autograded_nb, answers_log, cell_timeout)
     finally:
-        shutil.rmtree(room, ignore_errors=True)
-    return result
+        once.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _execute(km, steps, names, result: CleanRoomResult, timeout: int) -> None:
+class CleanRoom:
+    """One clean-room kernel, kept warm to check many submissions one after another.
+
+    What makes reuse safe: the kernel runs only trusted code (the source notebook's
+    cells and ``autograder.replay``) on plain decoded data, never a student's code or a
+    pickle, so nothing a submission sends can take control of the process. Between
+    submissions ``replay.fresh_start`` empties the user namespace and puts back what a
+    fresh kernel starts with (working folder, random states, torch's global modes),
+    while imported modules stay warm: that is the time saved. What it relies on: the
+    test cells hand student functions only objects they built themselves, so a replayed
+    in-place change never reaches a module's state. As a guard the kernel is replaced
+    after ``max_uses`` submissions, whenever it died or failed to answer, and a check
+    that failed on a reused kernel is repeated once on a fresh one, so a worn kernel
+    never costs a student a point.
+
+    Only the answers file enters the room: each check copies it into ``folder`` (the
+    kernel's working folder, the only one it can write), and nothing else of the
+    course or the student's work is visible there.
+    """
+
+    def __init__(self, launch_kernel, folder: Path, max_uses: int = 20,
+                 startup_timeout: int = 60):
+        self.launch_kernel = launch_kernel
+        self.folder = Path(folder)
+        self.work = self.folder / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.max_uses = max_uses
+        self.startup_timeout = startup_timeout
+        self.uses = 0
+        self.starts = 0  # kernels started in all (the benchmark and tests read it)
+        self._km = self._kc = None
+
+    def check(self, source_nb, autograded_nb, answers_log: Path,
+              cell_timeout: int = 30) -> CleanRoomResult:
+        steps = plan(source_nb, autograded_nb)
+        names = answer_names(source_nb)
+        answers = self.work / "answers.jsonl"
+        try:
+            shutil.copyfile(answers_log, answers)
+        except OSError as exc:
+            return CleanRoomResult(problem=f"the answer record cannot be read ({exc})")
+        try:
+            for attempt in range(2):
+                result = CleanRoomResult(scores={s.grade_id: 0.0 for s in steps if s.grade_id})
+                reused = self._km is not None and self.uses < self.max_uses
+                try:
+                    kc = self._kernel()
+                    self.uses += 1
+                    _execute(kc, steps, names, result, cell_timeout)
+                    return result
+                except Exception as exc:  # noqa: BLE001 - no clean-room pass, and say why
+                    self._discard()  # whatever state it was left in, start afresh
+                    result.problem = f"{type(exc).__name__}: {exc}"
+                    if not reused or attempt:
+                        return result
+            return result
+        finally:
+            answers.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self._discard()
+
+    def _kernel(self):
+        if self._km is not None and (self.uses >= self.max_uses or not self._km.is_alive()):
+            self._discard()
+        if self._km is None:
+            self._km = self.launch_kernel(self.work, self.folder / "cleanroom-audit.log")
+            self.starts += 1
+            self.uses = 0
+            self._kc = self._km.client()
+            self._kc.start_channels()
+            self._kc.wait_for_ready(timeout=self.startup_timeout)
+        restart_clock = getattr(self._km, "restart_wall_clock", None)
+        if restart_clock is not None:  # the wall-time limit is per check, not per life
+            restart_clock()
+        return self._kc
+
+    def _discard(self) -> None:
+        km, kc, self._km, self._kc = self._km, self._kc, None, None
+        if kc is not None:
+            kc.stop_channels()
+        if km is not None:
+            try:
+                km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - it is gone either way
+                pass
+
+
+def _execute(kc, steps, names, result: CleanRoomResult, timeout: int) -> None:
     from nbgrader.utils import determine_grade
 
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
-        setup = ("from autograder import recorder as _cg_recorder\n_cg_recorder.stop()\n"
-                 "from autograder.replay import Replay as _CgReplay\n"
-                 f"_cg_replay = _CgReplay('answers.jsonl', {json.dumps(names)})\n")
-        if _run(kc, setup, timeout)[0] != "ok":
-            raise RuntimeError("the clean room could not read the recorded answers")
-        for step in steps:
-            bind = (f"_cg_replay.bind(globals(), {json.dumps(list(step.hashes))}, "
-                    f"required={step.grade_id is not None})")
-            bound, bind_outputs = _run(kc, bind, timeout)
-            status, outputs = _run(kc, step.code, timeout) if bound == "ok" else (
-                "error", bind_outputs)
-            if step.grade_id is None:
-                continue
-            cell = nbformat.v4.new_code_cell(step.code, outputs=outputs, metadata={
-                "nbgrader": {"grade": True, "solution": False, "grade_id": step.grade_id,
-                             "points": step.points}})
-            try:
-                score = float(determine_grade(cell)[0] or 0)
-            except ValueError:  # partial credit above the cell's points
-                score = 0.0
-            result.scores[step.grade_id] = score
-            if status != "ok" or score < step.points:
-                result.messages[step.grade_id] = _failure_text(outputs)
-    finally:
-        kc.stop_channels()
+    # Two cells: fresh_start empties the namespace the cell itself runs in.
+    status, outputs = _run(kc, "__import__('autograder.replay').replay"
+                               ".fresh_start(get_ipython())", timeout)
+    if status != "ok":
+        raise RuntimeError("the clean room could not start afresh: " + _failure_text(outputs))
+    setup = ("from autograder.replay import Replay as _CgReplay\n"
+             f"_cg_replay = _CgReplay('answers.jsonl', {json.dumps(names)})\n")
+    status, outputs = _run(kc, setup, timeout)
+    if status != "ok":
+        raise RuntimeError("the clean room could not read the recorded answers: "
+                           + _failure_text(outputs))
+    for step in steps:
+        bind = (f"_cg_replay.bind(globals(), {json.dumps(list(step.hashes))}, "
+                f"required={step.grade_id is not None})")
+        bound, bind_outputs = _run(kc, bind, timeout)
+        status, outputs = _run(kc, step.code, timeout) if bound == "ok" else (
+            "error", bind_outputs)
+        if step.grade_id is None:
+            continue
+        cell = nbformat.v4.new_code_cell(step.code, outputs=outputs, metadata={
+            "nbgrader": {"grade": True, "solution": False, "grade_id": step.grade_id,
+                         "points": step.points}})
+        try:
+            score = float(determine_grade(cell)[0] or 0)
+        except ValueError:  # partial credit above the cell's points
+            score = 0.0
+        result.scores[step.grade_id] = score
+        if status != "ok" or score < step.points:
+            result.messages[step.grade_id] = _failure_text(outputs)
 
 
 def _run(kc, code: str, timeout: int):

@@ -57,6 +57,9 @@ class GradingContext:
     scratch_dir: Optional[Path] = None
     # Per-cell execution timeout in seconds (nbgrader's Execute.timeout).
     cell_timeout: int = 30
+    # A warm clean-room kernel to reuse (``autograder.cleanroom.CleanRoom``, one per
+    # grading worker); None: the review starts a fresh one for this submission.
+    clean_room: Optional[object] = None
 
 
 @dataclass

@@ -34,6 +34,8 @@ class Outcome:
     zeroed: list[str] = field(default_factory=list)
     digest: str = ""
     seconds: float = 0.0
+    # Seconds spent in each step of grading (autograde, review, feedback...).
+    phases: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)

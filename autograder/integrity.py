@@ -12,7 +12,8 @@
    them; every other pass goes into ``zero_cells``, with a flag.
 
 The clean room runs only when nbgrader's run gave some points, so a blank or broken
-submission costs nothing more.
+submission costs nothing more; in the pipeline its kernel stays warm from one
+submission to the next (``cleanroom.CleanRoom``).
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def review(ctx: GradingContext) -> Review:
     else:
         clean = cleanroom.run(source_nb, autograded_nb, Path(ctx.audit_log),
                               ctx.launch_kernel, scratch_dir=ctx.scratch_dir,
-                              cell_timeout=ctx.cell_timeout)
+                              cell_timeout=ctx.cell_timeout, room=ctx.clean_room)
     for grade_id in sorted(earned):
         if clean.scores.get(grade_id, 0.0) < kernel_scores[grade_id] - 1e-9:
             result.zero_cells.add(grade_id)

@@ -76,9 +76,12 @@ class Watchdog(threading.Thread):
         self.pid, self.memory_mb, self.wall_seconds = pid, memory_mb, wall_seconds
         self.events_file = events_file
         self.stopped = threading.Event()
+        self.started_at = time.monotonic()
+
+    def restart_clock(self) -> None:
+        self.started_at = time.monotonic()
 
     def run(self) -> None:
-        start = time.monotonic()
         while not self.stopped.wait(WATCH_INTERVAL):
             try:
                 root = psutil.Process(self.pid)
@@ -99,7 +102,7 @@ class Watchdog(threading.Thread):
                              limit_mb=self.memory_mb)
                 kill_tree(self.pid)
                 return
-            if self.wall_seconds and time.monotonic() - start > self.wall_seconds:
+            if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
                 record_event(self.events_file, "wall", limit_s=self.wall_seconds)
                 kill_tree(self.pid)
                 return
@@ -163,6 +166,11 @@ class SandboxMixin(Configurable):
         self._watchdog = Watchdog(self.provisioner.pid, sandbox.memory_mb,
                                   sandbox.wall_seconds, self.events_file)
         self._watchdog.start()
+
+    def restart_wall_clock(self) -> None:
+        """Count the wall-time limit from now (a kernel reused for another task)."""
+        if self._watchdog is not None:
+            self._watchdog.restart_clock()
 
     def _kernel_env(self, sandbox: Sandbox) -> dict:
         # A fresh environment: nothing of the instructor's (tokens, paths) leaks in.

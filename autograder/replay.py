@@ -17,6 +17,8 @@ from __future__ import annotations
 import builtins
 import importlib
 import json
+import os
+import sys
 from collections import defaultdict
 
 from autograder import plaindata
@@ -28,6 +30,41 @@ IMPORTABLE = {"torch", "numpy", "math", "cmath", "random", "time", "statistics",
               "functools", "itertools", "collections", "operator", "typing", "dataclasses",
               "fractions", "decimal", "timeit", "gpucourse", "matplotlib"}
 MAX_LINE = 64 * 1024 * 1024
+
+
+_FRESH: dict = {}  # the state a fresh clean-room kernel starts each check with
+
+
+def fresh_start(shell) -> None:
+    """Begin a check as a freshly started clean-room kernel would (see cleanroom.CleanRoom).
+
+    The first call, before any notebook cell has run, notes the kernel's starting state;
+    each later call empties the user namespace and puts that state back. Imported
+    modules stay loaded: that is what a warm kernel is for.
+    """
+    import random
+
+    import numpy
+    import torch
+
+    from autograder import recorder
+
+    recorder.stop()  # the clean room records nothing
+    if not _FRESH:
+        _FRESH.update(cwd=os.getcwd(), path=list(sys.path), random=random.getstate(),
+                      numpy=numpy.random.get_state(), torch=torch.get_rng_state(),
+                      dtype=torch.get_default_dtype(), grad=torch.is_grad_enabled(),
+                      threads=torch.get_num_threads())
+        return
+    shell.reset(new_session=False)
+    os.chdir(_FRESH["cwd"])
+    sys.path[:] = _FRESH["path"]
+    random.setstate(_FRESH["random"])
+    numpy.random.set_state(_FRESH["numpy"])
+    torch.set_rng_state(_FRESH["torch"])
+    torch.set_default_dtype(_FRESH["dtype"])
+    torch.set_grad_enabled(_FRESH["grad"])
+    torch.set_num_threads(_FRESH["threads"])
 
 
 class NotRecorded(BaseException):

@@ -3,11 +3,13 @@
 nbgrader's own autograde does the work (sanitize, restore test cells, run, save grades),
 with its Execute swapped for the sandboxed one. Then, while this worker still owns its
 sandbox uid, the integrity review runs (when ``autograder.integrity`` exists) and its
-revoked test cells are zeroed in the gradebook; then feedback is generated. Nothing in
+revoked test cells are zeroed in the gradebook; then feedback is generated. The review's
+clean-room kernel is the worker's own and stays warm across its submissions. Nothing in
 here raises: every failure becomes the submission's fate, and the batch goes on.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import importlib.util
@@ -25,7 +27,11 @@ from autograder.context import GradingContext, Review
 from autograder.kernel import launch_kernel, read_events
 
 DB_RETRIES = 3
-_SLOT = {"uid": -1}
+# The clean-room kernel of slot N runs as uid_base + CLEAN_ROOM_UID_OFFSET + N: never the
+# uid of a student kernel, so it counts against no student's process limit.
+CLEAN_ROOM_UID_OFFSET = 1000
+_SLOT = {"uid": -1, "clean_room_uid": -1}
+_ROOMS: dict = {}  # (course root, sandboxed) -> this worker's warm CleanRoom
 
 
 def init_worker(slots, uid_base: int) -> None:
@@ -34,7 +40,9 @@ def init_worker(slots, uid_base: int) -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    _SLOT["uid"] = uid_base + slots.get()
+    slot = slots.get()
+    _SLOT["uid"] = uid_base + slot
+    _SLOT["clean_room_uid"] = uid_base + CLEAN_ROOM_UID_OFFSET + slot
 
 
 def grade_submission(course_root: str, assignment: str, student: str, digest: str,
@@ -69,19 +77,39 @@ def _config(root: Path, assignment: str, student: str, scratch: Path, sandbox: b
 
 def _grade(root: Path, assignment: str, student: str, scratch: Path, sandbox: bool):
     config = _config(root, assignment, student, scratch, sandbox)
+    clock = _Clock()
     ok, log = _run_nbgrader("Autograde", config)
+    clock.lap("autograde")
     if not ok:
-        return fates.Outcome(student, fates.ERROR, details=["nbgrader autograde failed: " + _tail(log)])
+        return fates.Outcome(student, fates.ERROR, details=["nbgrader autograde failed: " + _tail(log)],
+                             phases=clock.laps)
     work_dir = root / "autograded" / student / assignment
     review = _review(root, assignment, student, work_dir, scratch, config)
+    clock.lap("review")
     zeroed = _zero_cells(config, assignment, student, review.zero_cells)
     events = read_events(scratch / "events.jsonl")
     fate, details = fates.decide(events, review.flags, _has_memory_error(work_dir))
+    clock.lap("verdict")
     feedback_ok, feedback_log = _run_nbgrader("GenerateFeedback", config)
+    clock.lap("feedback")
     if not feedback_ok:
         details.append("feedback failed: " + _tail(feedback_log))
     score, max_score = _scores(config, assignment, student)
-    return fates.Outcome(student, fate, score, max_score, details, review.flags, sorted(zeroed))
+    return fates.Outcome(student, fate, score, max_score, details, review.flags, sorted(zeroed),
+                         phases=clock.laps)
+
+
+class _Clock:
+    """Seconds per step, for the report and the benchmark's breakdown."""
+
+    def __init__(self):
+        self.laps: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self._last, 3)
+        self._last = now
 
 
 def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
@@ -129,12 +157,36 @@ def _review(root, assignment, student, work_dir, scratch, config) -> Review:
         launch_kernel=functools.partial(launch_kernel, config=config),
         scratch_dir=review_scratch,
         cell_timeout=int(config.Execute.get("timeout", 30) or 30),
+        clean_room=_clean_room(root, config.SandboxMixin.use_bwrap),
     )
     try:
         return integrity.review(ctx)
     except Exception as exc:
         return Review(flags=[f"the integrity review could not finish ({type(exc).__name__}: "
                              f"{exc}); check this submission by hand"])
+
+
+def _clean_room(root: Path, sandbox: bool):
+    """This worker's warm clean room: its own folder, uid and kernel, for the whole run."""
+    from autograder.cleanroom import CleanRoom
+
+    key = (str(root), sandbox)
+    if key not in _ROOMS:
+        folder = Path(tempfile.mkdtemp(prefix="cg-room-", dir="/tmp"))
+        folder.chmod(0o755)
+        config = grading_config(root)
+        config.SandboxMixin.use_bwrap = sandbox
+        config.SandboxMixin.uid = _SLOT["clean_room_uid"] if sandbox else -1
+        config.SandboxMixin.runtime_root = str(folder)
+        room = CleanRoom(functools.partial(launch_kernel, config=config), folder)
+        _ROOMS[key] = room
+        atexit.register(_close_room, room)
+    return _ROOMS[key]
+
+
+def _close_room(room) -> None:
+    room.close()
+    shutil.rmtree(room.folder, ignore_errors=True)
 
 
 def _zero_cells(config, assignment: str, student: str, grade_ids: set[str]) -> set[str]:

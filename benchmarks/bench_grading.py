@@ -12,11 +12,13 @@ feedback and export.
 
     .venv/bin/python benchmarks/bench_grading.py            # 40 submissions
     .venv/bin/python benchmarks/bench_grading.py --n 12     # a quick look
+    .venv/bin/python benchmarks/bench_grading.py --n 8 --ways serial   # breakdown only
 Needs root and bwrap, like course-grade itself.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -66,22 +68,48 @@ def pipeline(course: Path, jobs: int):
                            "--no-progress"], capture_output=True, text=True)
 
 
+def breakdown(course: Path) -> dict[str, float]:
+    """Mean seconds per graded submission in each step, from the pipeline's report."""
+    from autograder.report import export_grades
+
+    rows = json.loads((course / "reports" / ASSIGNMENT / "report.json").read_text())
+    graded = [r for r in rows if r.get("phases")]
+    steps: dict[str, float] = {}
+    for row in graded:
+        for step, seconds in row["phases"].items():
+            steps[step] = steps.get(step, 0.0) + seconds / len(graded)
+    start = time.perf_counter()
+    export_grades(course, ASSIGNMENT, course / "grades-again.csv")  # what the CLI does once
+    steps["export (once per run) / n"] = (time.perf_counter() - start) / max(1, len(rows))
+    steps["per submission, all steps"] = sum(r["seconds"] for r in graded) / len(graded)
+    return steps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--ways", default="plain,serial,parallel,growth",
+                        help="which runs, comma-separated (default: all)")
     args = parser.parse_args()
+    ways = set(args.ways.split(","))
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
-        times = {}
-        for label, run in [("plain nbgrader, serial", plain),
-                           ("course-grade, serial, sandboxed", lambda c: pipeline(c, 1)),
-                           (f"course-grade, {args.jobs} jobs, sandboxed",
-                            lambda c: pipeline(c, args.jobs))]:
+        times, steps = {}, {}
+        for way, label, run in [("plain", "plain nbgrader, serial", plain),
+                                ("serial", "course-grade, serial, sandboxed",
+                                 lambda c: pipeline(c, 1)),
+                                ("parallel", f"course-grade, {args.jobs} jobs, sandboxed",
+                                 lambda c: pipeline(c, args.jobs))]:
+            if way not in ways:
+                continue
             course = make_class(args.n, Path(tempfile.mkdtemp(dir=base)))
             times[label] = timed(label, lambda: run(course))
-        small = make_class(10, Path(tempfile.mkdtemp(dir=base)))
-        t10 = timed("parallel, 10", lambda: pipeline(small, args.jobs))
+            if way == "serial":
+                steps = breakdown(course)
+        if "growth" in ways:
+            small = make_class(10, Path(tempfile.mkdtemp(dir=base)))
+            t10 = timed("parallel, 10", lambda: pipeline(small, args.jobs))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -89,6 +117,15 @@ def main() -> None:
     print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s}")
     for label, seconds in times.items():
         print(f"{label:40s} {seconds:9.1f} {args.n / seconds * 60:16.1f}")
+    if steps:
+        print("\ncourse-grade serial, mean seconds per graded submission, by step:")
+        for step, seconds in steps.items():
+            print(f"  {step:38s} {seconds:7.2f}")
+        grading = steps.get("autograde", 0.0)
+        print(f"  grading alone (autograde, as plain nbgrader does it): {grading:.2f} s "
+              f"= {60 / grading:.1f} submissions/min" if grading else "")
+    if len(times) < 3 or "growth" not in ways:
+        return
     plain_s, serial_s, parallel_s = times.values()
     print(f"\nparallel / plain throughput: {plain_s / parallel_s:.2f}x   (target >= 1.7x)")
     print(f"sandbox overhead (serial sandboxed vs plain): {(serial_s / plain_s - 1) * 100:+.0f}%"

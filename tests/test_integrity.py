@@ -242,3 +242,37 @@ def test_review_math_is_nbgraders_rule():
     scores = kernel_scores(nb)
     assert scores["test_q2_mb"] == 0 and scores["test_q2_mb_form"] == 1
     assert math.isclose(sum(scores.values()), 28)
+
+
+FRESH_START = textwrap.dedent("""
+    import json, os, random, sys
+    import numpy, torch
+    from IPython.core.interactiveshell import InteractiveShell
+    from autograder import replay
+    shell = InteractiveShell.instance()
+    replay.fresh_start(shell)  # notes the kernel's starting state
+    cwd, draws = os.getcwd(), (torch.rand(3).tolist(), random.random(), numpy.random.rand())
+    shell.user_ns["left_over"] = 1  # what one check could leave for the next
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.manual_seed(123)
+    random.seed(1)
+    os.chdir("/")
+    sys.path.append("/elsewhere")
+    replay.fresh_start(shell)
+    print(json.dumps({
+        "left_over": "left_over" in shell.user_ns,
+        "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
+        "cwd": os.getcwd() == cwd, "path": "/elsewhere" in sys.path,
+        "draws": (torch.rand(3).tolist(), random.random(), numpy.random.rand()) == draws}))
+""")
+
+
+def test_a_warm_clean_room_starts_each_check_as_a_fresh_kernel(tmp_path, root):
+    out = subprocess.run([sys.executable, "-c", FRESH_START], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
+                                                      "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "left_over": False, "dtype": "torch.float32", "grad": True, "cwd": True,
+        "path": False, "draws": True}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,8 +18,9 @@ import nbformat
 import pytest
 
 from autograder import integrity
-from autograder.cleanroom import kernel_scores
+from autograder.cleanroom import CleanRoom, kernel_scores
 from autograder.context import GradingContext
+from autograder.kernel import kill_tree
 from tests.hostile._common import HONEST_SCORE
 from tests.submissions import MISTAKES, RELEASE, ROOT, SOLUTIONS, SOURCE, TOTAL, make_submission
 
@@ -69,7 +71,7 @@ def _stable_merge(original, restored):
     return out
 
 
-def grade(nb, student: str, tmp: Path):
+def grade(nb, student: str, tmp: Path, room=None):
     from nbclient import NotebookClient
 
     from autograder.kernel import launch_kernel
@@ -91,7 +93,7 @@ def grade(nb, student: str, tmp: Path):
     autograded = scratch / "autograded.ipynb"
     nbformat.write(run, autograded)
     ctx = GradingContext(student, "gpu_tensors", ROOT, work, submitted, autograded, SOURCE,
-                         log, launch_kernel, scratch)
+                         log, launch_kernel, scratch, clean_room=room)
     review = integrity.review(ctx)
     scores = kernel_scores(run)
     final = sum(0.0 if g in review.zero_cells else s for g, s in scores.items())
@@ -102,8 +104,28 @@ CASES = [(p.stem, p) for p in HOSTILE]
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Every case graded once, two at a time (each is mostly a kernel waiting on torch)."""
+def warm_rooms(tmp_path_factory):
+    """One warm clean room per grading thread, as each pipeline worker has one."""
+    from autograder.kernel import launch_kernel
+
+    tmp = tmp_path_factory.mktemp("rooms")
+    local, rooms = threading.local(), []
+
+    def room():
+        if not hasattr(local, "room"):
+            local.room = CleanRoom(launch_kernel, tmp / f"room{len(rooms)}")
+            rooms.append(local.room)
+        return local.room
+
+    yield room, rooms
+    for r in rooms:
+        r.close()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, warm_rooms):
+    """Every case graded once, two at a time (each is mostly a kernel waiting on torch),
+    honest and hostile submissions one after another through the same warm clean rooms."""
     tmp = tmp_path_factory.mktemp("integrity")
     jobs = {"honest-solutions": make_submission(RELEASE, SOLUTIONS),
             "honest-mutates-batch": make_submission(RELEASE, MISTAKES["mutates_batch"].answers),
@@ -112,9 +134,36 @@ def graded(tmp_path_factory):
         case = load_case(path)
         jobs[name] = case.transform(None) if hasattr(case, "transform") else \
             make_submission(RELEASE, case.ANSWERS)
+    # The honest ones last: any state a trick left in a warm room would show there.
+    order = list(jobs)[3:] + list(jobs)[:3]
+    room, _ = warm_rooms
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(grade, nb, name, tmp) for name, nb in jobs.items()}
-        return {name: f.result() for name, f in futures.items()}
+        futures = {name: pool.submit(lambda n: grade(jobs[n], n, tmp, room()), name)
+                   for name in order}
+        results = {name: f.result() for name, f in futures.items()}
+    results["_tmp"] = tmp
+    return results
+
+
+def test_the_warm_clean_rooms_were_reused(graded, warm_rooms):
+    _, rooms = warm_rooms
+    checks = sum(1 for name, r in graded.items() if name != "_tmp" and r[1] > 0)
+    assert rooms and sum(r.starts for r in rooms) < checks  # not a kernel per check
+
+
+def test_a_dead_clean_room_kernel_is_replaced_and_costs_no_point(graded, warm_rooms):
+    room, rooms = warm_rooms
+    warm = rooms[0]
+    folder = graded["_tmp"] / "honest-solutions" / "scratch"
+    source = nbformat.read(SOURCE, as_version=4)
+    autograded = nbformat.read(folder / "autograded.ipynb", as_version=4)
+    first = warm.check(source, autograded, folder / "audit.log")
+    assert sum(first.scores.values()) == TOTAL and first.problem is None
+    starts = warm.starts
+    kill_tree(warm._km.provisioner.pid)
+    again = warm.check(source, autograded, folder / "audit.log")
+    assert sum(again.scores.values()) == TOTAL and again.problem is None
+    assert warm.starts == starts + 1
 
 
 @pytest.mark.parametrize("name, mistake", [("honest-solutions", None),
