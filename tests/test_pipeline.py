@@ -4,10 +4,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,8 +17,8 @@ import nbformat
 import pytest
 
 from autograder import importers
-from tests.class_fixture import (ASSIGNMENT, NOTEBOOK, build_course, full_class, honest_cases,
-                                 place_class)
+from tests.class_fixture import (ABUSE_SCORE, ASSIGNMENT, NOTEBOOK, abuse_cases, build_course,
+                                 full_class, honest_cases, place_class)
 from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 pytestmark = pytest.mark.slow
@@ -154,14 +156,24 @@ def test_refuses_without_bwrap_and_warns_with_no_sandbox(graded, tmp_path):
     assert warned.returncode == 0 and "WARNING: --no-sandbox" in warned.stderr
 
 
-def test_killed_run_resumes_and_parallel_equals_serial(tmp_path):
-    course = build_course(tmp_path)
+def test_killed_serial_run_resumes_and_equals_the_parallel_run(graded, tmp_path):
+    """A handful of the class, graded again serially in a copy of the graded course: the
+    run is killed after its first grade, the re-run finishes the rest without counting
+    anything twice, and every grade equals the parallel (-j 2) run's."""
+    graded_course, _, _, _ = graded
+    parallel = report(graded_course)
+    course = tmp_path / "course"
+    shutil.copytree(graded_course, course, symlinks=True)
     picks = ["ada", "blank", "mistake-mib", "mistake-one-copy"]
-    cases = [c for c in honest_cases() if c.student in picks]
-    folder = place_class(course, tmp_path, cases)["folder"]
+    for folder in (course / "submitted").iterdir():
+        if folder.name not in picks:
+            shutil.rmtree(folder)
+    shutil.rmtree(course / ".course-grade")  # forget what was graded: all four are new
+    with sqlite3.connect(course / "gradebook.db") as db:
+        submissions_before = db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone()
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
-    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--folder", str(folder),
-                            "-j", "1", "--no-progress"], stdout=subprocess.DEVNULL,
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "-j", "1",
+                            "--no-progress"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
@@ -171,15 +183,49 @@ def test_killed_run_resumes_and_parallel_equals_serial(tmp_path):
     done_before = {p.stem for p in ledger.glob("*.json")}
     assert 1 <= len(done_before) < len(picks)
 
-    resumed = course_grade(course, "-j", "2")
+    resumed = course_grade(course, "-j", "1")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    parallel = report(course)
-    assert {s for s, o in parallel.items() if o["this_run"] == "graded"} == set(picks) - done_before
-    assert {s: o["score"] for s, o in parallel.items()} == {c.student: c.expected_score for c in cases}
+    serial = {s: o for s, o in report(course).items() if s in picks}
+    assert {s for s, o in serial.items() if o["this_run"] == "graded"} == set(picks) - done_before
+    assert {s: (o["score"], o["fate"]) for s, o in serial.items()} == \
+        {s: (parallel[s]["score"], parallel[s]["fate"]) for s in picks}
     with sqlite3.connect(course / "gradebook.db") as db:
-        assert db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone() == (len(picks),)
+        assert db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone() == \
+            submissions_before
 
-    serial = course_grade(course, "--force", "-j", "1")
-    assert serial.returncode == 0
-    assert {s: (o["score"], o["fate"]) for s, o in report(course).items()} == \
-        {s: (o["score"], o["fate"]) for s, o in parallel.items()}
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root (to become an ordinary user) and setpriv")
+def test_an_ordinary_user_grades_sandboxed_and_the_fork_bomb_is_still_stopped():
+    """Not root: each kernel gets a user namespace instead of a uid, and RLIMIT_NPROC
+    still stops the fork bomb. The CLI runs as nobody; the outer bwrap only opens
+    /root/.pyenv (this machine's Python) to nobody, the way a laptop's Python is open."""
+    base = Path(tempfile.mkdtemp(prefix="cg-nobody-", dir="/tmp"))
+    try:
+        course = build_course(base)
+        picks = {"ada": (TOTAL, "graded"), "fork-bomb": (ABUSE_SCORE, "killed for memory"),
+                 "reads-source": (ABUSE_SCORE, "flagged")}
+        cases = [c for c in honest_cases() + abuse_cases() if c.student in picks]
+        folder = place_class(course, base, cases)["folder"]
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
+        outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
+                 "--ro-bind", python_home, python_home, "--",
+                 "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        env = {"PATH": f"{Path(CLI).parent}:/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8"}
+        result = subprocess.run(outer + [CLI, ASSIGNMENT, "--course", str(course), "--folder",
+                                         str(folder), "-j", "2", "--no-progress"],
+                                capture_output=True, text=True, timeout=600, env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outcomes = report(course)
+        assert {s: (outcomes[s]["score"], outcomes[s]["fate"]) for s in picks} == picks, \
+            {s: outcomes[s]["details"] + outcomes[s]["flags"] for s in picks}
+        assert any("grading files" in f for f in outcomes["reads-source"]["flags"])
+        graded_nb = course / "autograded" / "ada" / ASSIGNMENT / NOTEBOOK
+        assert graded_nb.stat().st_uid == NOBODY
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
