@@ -18,7 +18,7 @@ from typing import Callable
 from autograder import fates, inbox
 from autograder.config import grading_config
 from autograder.ledger import Ledger
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Sandbox, unprivileged, unprivileged_problem
 from autograder.worker import grade_submission, init_worker
 
 
@@ -33,10 +33,13 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
             "bubblewrap (bwrap) is not installed, so student code cannot be sandboxed. "
             "Install it (Debian/Ubuntu: apt-get install bubblewrap) or, only if you trust "
             "every submission, run again with --no-sandbox.")
-    if sandbox and os.geteuid() != 0:
-        raise InstructorError(
-            "sandboxed grading runs each kernel as its own user and needs root "
-            "(run with sudo), or use --no-sandbox on a machine you can afford to lose.")
+    if sandbox and unprivileged():
+        problem = unprivileged_problem(Sandbox(config=config).bwrap_path())
+        if problem:
+            raise InstructorError(
+                f"cannot sandboxed-grade as an ordinary user here: {problem}. Run with "
+                "sudo (each kernel then runs as its own user), or use --no-sandbox on a "
+                "machine you can afford to lose.")
     if not inbox.expected_notebooks(course_root, assignment):
         raise InstructorError(f"no source notebooks in {course_root / 'source' / assignment}")
     from nbgrader.api import Gradebook, MissingEntry
@@ -110,7 +113,8 @@ def _run_pool(course_root: Path, assignment: str, to_grade, jobs, sandbox):
     slots = context.Queue()
     for slot in range(jobs):
         slots.put(slot)
-    uid_base = Sandbox(config=grading_config(course_root)).uid_base
+    # Without root, kernels get user namespaces instead of uids (see autograder.sandbox).
+    uid_base = -1 if unprivileged() else Sandbox(config=grading_config(course_root)).uid_base
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker,
                              initargs=(slots, uid_base)) as pool:
         futures = {pool.submit(grade_submission, str(course_root), assignment, student,

@@ -11,13 +11,18 @@ sockets in its runtime folder.
 Inside, ``autograder.kernel_entry`` sets the rlimits and drops root to ``uid`` before
 any student code runs, because the kernel does not enforce RLIMIT_NPROC for root, and a
 fork bomb must be stopped. Each parallel grading slot gets its own uid, so one
-submission's processes never count against another's.
+submission's processes never count against another's. Run by an ordinary user, there is
+no uid to drop to: each kernel gets its own user namespace instead (``--unshare-user``),
+where Linux (5.14+) counts RLIMIT_NPROC per namespace and enforces it, since a process
+there holds no capability in the initial namespace.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +32,35 @@ from traitlets.config import Configurable
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Public packages the notebooks import; editable installs point outside the venv.
 PUBLIC_PACKAGES = ("gpucourse", "autograder")
+
+
+# Since Linux 5.14 RLIMIT_NPROC counts processes per user namespace (ucounts): before,
+# it counted all of the instructor's own processes, and could not stop a fork bomb.
+MIN_KERNEL_UNPRIVILEGED = (5, 14)
+
+
+def unprivileged() -> bool:
+    """True when grading runs as an ordinary user (no uid to give each kernel)."""
+    return os.geteuid() != 0
+
+
+def unprivileged_problem(bwrap: str) -> str | None:
+    """Why sandboxing without root cannot work here, or None when it can."""
+    release = platform.release()
+    try:
+        version = tuple(int(part) for part in release.split("-")[0].split(".")[:2])
+    except ValueError:
+        version = (0, 0)
+    if version < MIN_KERNEL_UNPRIVILEGED:
+        return (f"without root, the process limit needs Linux 5.14 or later (this is "
+                f"{release})")
+    probe = subprocess.run([bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return ("without root, bubblewrap needs unprivileged user namespaces, and this "
+                f"system refuses them ({probe.stderr.strip() or probe.returncode}); on "
+                "Ubuntu 24.04+ see kernel.apparmor_restrict_unprivileged_userns")
+    return None
 
 
 class Sandbox(Configurable):
@@ -114,8 +148,12 @@ class Sandbox(Configurable):
             parents(str(path))
             args.extend(["--bind", str(path), str(path)])
         args.extend(["--chdir", str(work_dir)])
-        # Not --unshare-all: it adds a user namespace in which only root is mapped, and
-        # then the kernel could not drop to its own uid.
+        if unprivileged():
+            # Without root there is no uid to drop to; the kernel gets its own user
+            # namespace instead, in which RLIMIT_NPROC counts only its own processes.
+            args.append("--unshare-user")
+        # As root, not --unshare-all: it adds a user namespace in which only root is
+        # mapped, and then the kernel could not drop to its own uid.
         args.extend(["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                      "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                      "--hostname", "sandbox"])

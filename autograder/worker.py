@@ -41,8 +41,9 @@ def init_worker(slots, uid_base: int) -> None:
     except (OSError, AttributeError):
         pass
     slot = slots.get()
-    _SLOT["uid"] = uid_base + slot
-    _SLOT["clean_room_uid"] = uid_base + CLEAN_ROOM_UID_OFFSET + slot
+    if uid_base >= 0:  # -1: not root, no uid to give (autograder.sandbox)
+        _SLOT["uid"] = uid_base + slot
+        _SLOT["clean_room_uid"] = uid_base + CLEAN_ROOM_UID_OFFSET + slot
 
 
 def grade_submission(course_root: str, assignment: str, student: str, digest: str,

@@ -195,14 +195,62 @@ def test_killed_serial_run_resumes_and_equals_the_parallel_run(graded, tmp_path)
 
 
 NOBODY = 65534
+as_root_only = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                                  reason="needs root (to become an ordinary user) and setpriv")
+FORKS = """
+import json, os, sys, time
+from autograder.kernel_entry import apply_limits
+apply_limits({"max_processes": 12})
+started = 0
+try:
+    for _ in range(40):
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        started += 1
+except OSError:
+    pass
+print(json.dumps({"uid": os.getuid(), "started": started}))
+"""
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root (to become an ordinary user) and setpriv")
+def as_nobody(argv: list[str], home: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run as the ordinary user nobody. The outer bwrap only opens this machine's Python
+    (under /root/.pyenv) to nobody, the way a laptop's Python is open to its user."""
+    python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
+    outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
+             "--ro-bind", python_home, python_home, "--",
+             "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    env = {"PATH": f"{Path(CLI).parent}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    return subprocess.run(outer + argv, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@as_root_only
+def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace(tmp_path, root):
+    from autograder.sandbox import Sandbox
+
+    work = Path(tempfile.mkdtemp(prefix="cg-nobody-", dir="/tmp"))
+    try:
+        os.chown(work, NOBODY, NOBODY)
+        # What the pipeline runs as nobody: Sandbox.argv adds --unshare-user there.
+        sandbox = as_nobody([sys.executable, "-c", "import json, sys; from autograder.sandbox "
+                             "import Sandbox; print(json.dumps(Sandbox().argv("
+                             f"__import__('pathlib').Path({str(work)!r}), [], None)))"], work)
+        argv = json.loads(sandbox.stdout)
+        assert "--unshare-user" in argv and "--unshare-user" not in Sandbox().argv(work, [], None)
+        forks = as_nobody(argv + [sys.executable, "-c", FORKS], work, timeout=120)
+        assert forks.returncode == 0, forks.stderr
+        got = json.loads(forks.stdout)
+        # 12 processes in the namespace's count, the python itself among them.
+        assert got["uid"] == NOBODY and 1 <= got["started"] <= 11
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@as_root_only
 def test_an_ordinary_user_grades_sandboxed_and_the_fork_bomb_is_still_stopped():
-    """Not root: each kernel gets a user namespace instead of a uid, and RLIMIT_NPROC
-    still stops the fork bomb. The CLI runs as nobody; the outer bwrap only opens
-    /root/.pyenv (this machine's Python) to nobody, the way a laptop's Python is open."""
+    """Not root: each kernel gets a user namespace instead of a uid; the whole pipeline,
+    run as nobody, grades, flags and stops the fork bomb as it does as root."""
     base = Path(tempfile.mkdtemp(prefix="cg-nobody-", dir="/tmp"))
     try:
         course = build_course(base)
@@ -212,14 +260,8 @@ def test_an_ordinary_user_grades_sandboxed_and_the_fork_bomb_is_still_stopped():
         folder = place_class(course, base, cases)["folder"]
         for path in [base, *base.rglob("*")]:
             os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
-        python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
-        outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
-                 "--ro-bind", python_home, python_home, "--",
-                 "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        env = {"PATH": f"{Path(CLI).parent}:/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8"}
-        result = subprocess.run(outer + [CLI, ASSIGNMENT, "--course", str(course), "--folder",
-                                         str(folder), "-j", "2", "--no-progress"],
-                                capture_output=True, text=True, timeout=600, env=env)
+        result = as_nobody([CLI, ASSIGNMENT, "--course", str(course), "--folder", str(folder),
+                            "-j", "2", "--no-progress"], home=base)
         assert result.returncode == 0, result.stderr[-3000:]
         outcomes = report(course)
         assert {s: (outcomes[s]["score"], outcomes[s]["fate"]) for s in picks} == picks, \
