@@ -15,6 +15,10 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Playwright's sync API leaves its event loop marked as running in the main
+    # thread, which would break later tests that run asyncio themselves: the browser
+    # tests go last.
+    items.sort(key=lambda item: "browser" in item.keywords)
     # A GPU test is skipped only where there is no GPU; everywhere else it runs.
     if _has_cuda():
         return
