@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import psutil
 from jupyter_client.manager import AsyncKernelManager, KernelManager
+from jupyter_core.utils import run_sync
 from traitlets import Bool, Integer, Unicode
 from traitlets.config import Configurable
 
@@ -125,7 +127,10 @@ class SandboxMixin(Configurable):
     _watchdog: Watchdog | None = None
 
     async def _async_pre_start_kernel(self, **kw):
-        root = self.runtime_root or tempfile.mkdtemp(prefix="cg-", dir="/tmp")
+        # Without a runtime_root (a caller outside the pipeline) the folder is ours to
+        # remove at shutdown.
+        self._made_root = None if self.runtime_root else tempfile.mkdtemp(prefix="cg-", dir="/tmp")
+        root = self.runtime_root or self._made_root
         self._runtime_dir = Path(tempfile.mkdtemp(prefix="k", dir=root))
         self._runtime_dir.chmod(0o755)
         self.transport = "ipc"
@@ -198,6 +203,9 @@ class SandboxMixin(Configurable):
                 self._watchdog.stopped.set()
             if self.provisioner is not None and self.provisioner.pid:
                 kill_tree(self.provisioner.pid)
+            folder = getattr(self, "_made_root", None) or getattr(self, "_runtime_dir", None)
+            if folder and not restart:
+                shutil.rmtree(folder, ignore_errors=True)
 
     async def _async_kill_kernel(self, restart: bool = False):
         if self.provisioner is not None and self.provisioner.pid:
@@ -211,6 +219,10 @@ class SandboxedKernelManager(SandboxMixin, AsyncKernelManager):
 
 class SyncSandboxedKernelManager(SandboxMixin, KernelManager):
     """For callers that want the blocking API (the integrity review's clean room)."""
+
+    # jupyter_client binds the blocking methods to KernelManager's own coroutines, past
+    # any override: bind shutdown to ours, so the watchdog stops and the folder goes.
+    shutdown_kernel = run_sync(SandboxMixin._async_shutdown_kernel)
 
 
 def launch_kernel(work_dir: Path, audit_log: Path | None = None, *, config=None,
