@@ -137,7 +137,9 @@ class CleanRoom:
     fresh kernel starts with (working folder, random states, torch's global modes),
     while imported modules stay warm: that is the time saved. What it relies on: the
     test cells hand student functions only objects they built themselves, so a replayed
-    in-place change never reaches a module's state. As a guard the kernel is replaced
+    in-place change never reaches a module's state; and an answer that names a library
+    callable (which a test might call, changing library state) retires the kernel after
+    its check. As a guard the kernel is replaced
     after ``max_uses`` submissions, whenever it died or failed to answer, and a check
     that failed on a reused kernel is repeated once on a fresh one, so a worn kernel
     never costs a student a point.
@@ -175,7 +177,8 @@ class CleanRoom:
                 try:
                     kc = self._kernel()
                     self.uses += 1
-                    _execute(kc, steps, names, result, cell_timeout)
+                    if _execute(kc, steps, names, result, cell_timeout):
+                        self._discard()  # the answers named library callables: not reused
                     return result
                 except Exception as exc:  # noqa: BLE001 - no clean-room pass, and say why
                     self._discard()  # whatever state it was left in, start afresh
@@ -215,7 +218,8 @@ class CleanRoom:
                 pass
 
 
-def _execute(kc, steps, names, result: CleanRoomResult, timeout: int) -> None:
+def _execute(kc, steps, names, result: CleanRoomResult, timeout: int) -> bool:
+    """Run the check; True when the kernel must not be reused (see Replay._resolve)."""
     from nbgrader.utils import determine_grade
 
     # Two cells: fresh_start empties the namespace the cell itself runs in.
@@ -247,6 +251,11 @@ def _execute(kc, steps, names, result: CleanRoomResult, timeout: int) -> None:
         result.scores[step.grade_id] = score
         if status != "ok" or score < step.points:
             result.messages[step.grade_id] = _failure_text(outputs)
+    reply = kc.execute_interactive("", timeout=timeout, store_history=False, allow_stdin=False,
+                                   user_expressions={"tainted": "_cg_replay.tainted"},
+                                   output_hook=lambda msg: None)
+    answer = reply["content"].get("user_expressions", {}).get("tainted", {})
+    return answer.get("data", {}).get("text/plain") != "False"
 
 
 def _run(kc, code: str, timeout: int):

@@ -31,7 +31,7 @@ ABUSE_SCORE = TOTAL - sum(POINTS[t] for t in ABUSED_TESTS)
 
 # Limits for the tests: small, so the abusers are stopped in seconds.
 TEST_LIMITS = """
-c.Execute.timeout = 15
+c.Execute.timeout = 10
 c.Sandbox.wall_seconds = 150
 c.Sandbox.memory_mb = 1500
 c.Sandbox.max_processes = 64

@@ -9,6 +9,7 @@ decides. The score is nbgrader's rule on the kernel's outputs, with the review's
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import tempfile
 import threading
@@ -185,3 +186,30 @@ def test_a_trick_gains_nothing_and_is_flagged(graded, name, path):
     assert any(case.EXPECTED_FLAG in flag for flag in review.flags), review.flags
     assert case.EXPECTED_FATE == "flagged"
     assert final <= HONEST_SCORE or name == "lying_values"  # never more than honest work
+
+
+def test_an_answer_naming_a_library_callable_retires_the_warm_kernel(graded, warm_rooms, tmp_path):
+    """A test may call an answer: if the answer is a library function (one that changes
+    torch's global state, say), the kernel is not kept for the next submission."""
+    _, rooms = warm_rooms
+    warm = rooms[0]
+    folder = graded["_tmp"] / "honest-solutions" / "scratch"
+    setter = {"$": "ref", "kind": "attr", "module": "torch", "name": "set_default_dtype"}
+    lines = [json.dumps({"t": "value", "d": "setter", "v": setter})]
+    for raw in (folder / "audit.log").read_text().splitlines():
+        entry = json.loads(raw)
+        if entry.get("t") == "cell" and "size_mb" in entry["names"]:
+            entry["names"]["size_mb"] = "setter"
+        lines.append(json.dumps(entry))
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join(lines) + "\n")
+    source = nbformat.read(SOURCE, as_version=4)
+    autograded = nbformat.read(folder / "autograded.ipynb", as_version=4)
+    warm.check(source, autograded, folder / "audit.log")
+    assert warm._km is not None  # an honest check keeps the kernel warm
+    tainted = warm.check(source, autograded, log)
+    assert tainted.scores["test_q2_size_mb"] == 0 and tainted.problem is None
+    assert warm._km is None
+    starts = warm.starts
+    after = warm.check(source, autograded, folder / "audit.log")
+    assert sum(after.scores.values()) == TOTAL and warm.starts == starts + 1
