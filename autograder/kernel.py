@@ -157,6 +157,11 @@ class SandboxMixin(Configurable):
                 chown_tree(path, self.uid)
         if self.use_bwrap:
             command = sandbox.argv(work_dir, rw, self.uid) + command
+        # bwrap's --die-with-parent ends the kernel when bwrap dies, but bwrap itself
+        # outlived a SIGKILLed grader once: tie it to its parent too.
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
         kw["env"] = self._kernel_env(sandbox)
         kw["cwd"] = str(work_dir)
         # Never the instructor's terminal: a student's os.write(1, ...) lands in this log,

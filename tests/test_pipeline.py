@@ -195,6 +195,21 @@ def give_to_ordinary_user(base: Path) -> None:
             os.chown(path, ORDINARY, ORDINARY, follow_symlinks=False)
 
 
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of running processes that contain ``text``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(cmdline)
+    return found
+
+
 def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(graded):
     """A handful of the class, graded again serially in a copy of the graded course. The
     run is killed after its first grade; the re-run, as an ordinary user (kernels in user
@@ -220,8 +235,17 @@ def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(grad
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
             time.sleep(0.2)
+        # Kill it while a sandboxed kernel of the next submission is running.
+        while time.monotonic() < deadline and not any(
+                "kernel_entry" in p for p in processes_mentioning(str(course))):
+            time.sleep(0.05)
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
+        # The killed grader's sandboxed kernels die with it: none is left running.
+        deadline = time.monotonic() + 15
+        while processes_mentioning(str(course)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_mentioning(str(course)) == []
         done_before = {p.stem for p in ledger.glob("*.json")}
         assert 1 <= len(done_before) < len(picks)
 
