@@ -46,25 +46,39 @@ c.LimitOutput.max_traceback = 50
 
 # --- course-grade sandbox and limits ---
 # Read by `course-grade` (autograder/sandbox.py); plain `nbgrader` ignores the Sandbox
-# section. Every student kernel runs under bubblewrap with these limits, and a kernel
-# that breaks one is killed with its whole process tree.
+# section. Every grading kernel (the student's and the trusted test kernel) runs under
+# bubblewrap with these limits, and a kernel that breaks one is killed with its whole
+# process tree.
 c.Sandbox.cpu_seconds = 300        # CPU time of the kernel (RLIMIT_CPU)
 c.Sandbox.wall_seconds = 600       # lifetime of the kernel, whatever it is doing
-c.Sandbox.memory_mb = 4096         # resident memory of the whole process tree
+c.Sandbox.memory_mb = 4096         # resident memory of the process tree + its tmpfs files
 # RLIMIT_AS (2 x memory_mb per process) stops fast allocations early but breaks CUDA:
 # set False when grading on a GPU (and bind /dev/nvidia* with Sandbox.extra_ro_binds).
 c.Sandbox.address_space_limit = True
+c.Sandbox.disk_mb = 512            # the kernel's writable /tmp (its working folder): disk quota
+c.Sandbox.shm_mb = 256             # the kernel's /dev/shm
 c.Sandbox.max_processes = 256      # processes + threads (RLIMIT_NPROC): stops fork bombs
-c.Sandbox.max_output_mb = 2        # output kept per notebook; the rest is dropped
+c.Sandbox.max_output_mb = 2        # output kept per notebook, on every path; the rest is dropped
+c.Sandbox.max_message_mb = 64      # largest message a kernel may send the grader
 c.Sandbox.max_file_mb = 200        # largest file a kernel may write
-# LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`, nbgrader zip_collect): entries
-# named like Blackboard's, <anything>_<student>_attempt_<date>_<notebook>.ipynb.
+# LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`): entries named like
+# Blackboard's, <assignment>_<student>_attempt_<date>_<file>. The LMS writes everything up
+# to the date; the file name after it is the student's own, so the pattern takes the
+# *first* "_<id>_attempt_<date>_" (a lazy prefix), and a file name cannot choose the id.
 c.FileNameCollectorPlugin.named_regexp = (
-    r".*_(?P<student_id>[A-Za-z0-9.\-]+)_attempt_[0-9\-]+_(?P<file_id>[^/]+)$"
+    r"^(?P<assignment>.*?)_(?P<student_id>[A-Za-z0-9][A-Za-z0-9.\-]*)_attempt_"
+    r"(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_(?P<file_id>.+)$"
 )
-# Feedback never shows hidden tests' code, even from plain `nbgrader generate_feedback`.
+c.ImportLimits.max_total_mb = 500  # uncompressed size of one LMS download
+c.ImportLimits.max_entries = 20000
+# The exchange's collect copies regular files only and refuses unsafe student ids.
+c.ExchangeFactory.collect = "autograder.importers.SafeExchangeCollect"
+# Feedback never shows hidden tests' code, and nothing in it runs in a browser, even
+# from plain `nbgrader generate_feedback`.
 c.GenerateFeedback.preprocessors = [
     "autograder.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.sanitize.SanitizeHTML",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+c.HTMLExporter.sanitize_html = True

@@ -2,7 +2,8 @@
 
 The CLI loads the same file nbgrader does, so the sandbox limits (``c.Sandbox.*``) sit
 next to nbgrader's own options, and then adds the pieces only ``course-grade`` uses: the
-sandboxed Execute, a gradebook URL with a busy timeout, and the feedback filter.
+two-kernel Execute, a gradebook URL with a busy timeout, and feedback that hides hidden
+tests and is sanitized, whatever the course's own file says.
 """
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ def grading_config(course_root: Path) -> Config:
     config.CourseDirectory.db_url = gradebook_url(config, course_root)
     preprocessors = list(config.Autograde.get("autograde_preprocessors") or _default_autograde())
     config.Autograde.autograde_preprocessors = [
-        "autograder.execute.SandboxedExecute" if _is_execute(p) else p for p in preprocessors
+        "autograder.execute.TwoKernelExecute" if _is_execute(p) else p for p in preprocessors
     ]
     # Execute's limits (timeout etc.) are set on nbgrader's Execute; the subclass inherits.
     feedback = list(config.GenerateFeedback.get("preprocessors") or [])
-    if not any("HideHiddenTests" in str(p) for p in feedback):
+    if not (any("HideHiddenTests" in str(p) for p in feedback)
+            and any("SanitizeHTML" in str(p) for p in feedback)):
         from autograder.feedback import feedback_preprocessors
 
         config.GenerateFeedback.preprocessors = feedback_preprocessors()
+    config.HTMLExporter.sanitize_html = True
     return config
 
 

@@ -1,27 +1,50 @@
-"""nbgrader's Execute, run in the sandbox, with a batch that always goes on.
+"""nbgrader's Execute, split across two sandboxed kernels.
 
-Three changes to how nbgrader runs a submission, each recorded in ``events_file``:
-- the kernel starts under bubblewrap (``SandboxedKernelManager``);
-- output past ``Sandbox.max_output_mb`` is dropped with a note, so a 100 MB print costs
-  neither the grader's memory nor a 100 MB notebook;
-- when the kernel dies (os._exit, a limit breached, killed by the watchdog), nbclient
-  raises and nbgrader would drop the whole submission with no grade. Here the cell that
-  was running and every cell after it get an error output instead, so the tests that
-  never ran score 0 and the rest keep their grades.
+The seam is ``Autograde.autograde_preprocessors``: nbgrader still sanitizes the
+submission, restores the test cells from the gradebook, saves the per-cell scores from
+the outputs and writes the autograded notebook. Only the running changes:
+
+- the **student's kernel** runs every cell of the submission except the test cells:
+  answer cells, the instructor's set-up cells as nbgrader restored them, and whatever
+  cells the student added. It never receives a test cell, so no hidden test, expected
+  value or test variable ever exists in it, in a file, a cell, a global or its history.
+  Its working folder is a tmpfs holding copies of the submission's own files and the
+  release's data files, never the autograded notebook.
+- the **test kernel** (``autograder.testkernel``) runs every test cell, as the source
+  notebook has it, on the student's answers fetched across the bridge as plain data
+  (``autograder.test_side``, ``autograder.student_side``). Its outputs are the test
+  cells' outputs, so nbgrader's own rule scores them.
+
+What happens to a submission is recorded in ``events`` (timeouts, a kernel that died,
+output dropped, a test kernel problem), which the worker turns into the fate. Output is
+capped on every path: streams, displays, display updates, errors, widget messages, and
+the error of an execute reply. The batch always goes on: a student's kernel that dies
+gives the cells after it an error output, and a test kernel that cannot finish has
+every test cell's points withheld (``withheld``), never given.
 """
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from pathlib import Path
 
+from jupyter_core.utils import run_sync
+from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Unicode
+from traitlets import Integer, Unicode
 
-from autograder.kernel import SandboxedKernelManager, read_events, record_event
+from autograder import protocol, testkernel, testplan
+from autograder.kernel import SandboxedKernelManager
 from autograder.sandbox import Sandbox
 
-TRUNCATED_NOTE = "\n[course-grade: output over {mb} MB dropped]\n"
+TRUNCATED_NOTE = "\n[course-grade: output over {mb:g} MB dropped]\n"
+INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
+# What the last run in this process recorded: nbgrader creates the preprocessor itself,
+# so this is how the grading worker (one submission at a time) reads it back.
+LAST_RUN: dict = {}
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -29,65 +52,235 @@ def error_output(ename: str, evalue: str) -> NotebookNode:
                         traceback=[f"{ename}: {evalue}"])
 
 
-def grade_id(cell: NotebookNode) -> str:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+def grade_id(cell) -> str:
+    return testplan.nbgrader_meta(cell).get("grade_id", "")
 
 
-class SandboxedExecute(Execute):
-    events_file = Unicode("", help="Where timeouts, deaths and truncations are recorded.").tag(
-        config=True
-    )
+class OutputBudget:
+    """The notebook's output allowance, shared by both kernels' outputs."""
+
+    def __init__(self, limit_bytes: int, events: list):
+        self.limit, self.used, self.events = limit_bytes, 0, events
+        self.noted = False
+
+    def allows(self, size: int) -> bool:
+        self.used += size
+        if self.used <= self.limit:
+            return True
+        if not self.noted:
+            self.noted = True
+            self.events.append({"event": "output_truncated", "limit_mb": self.limit / 1e6})
+        return False
+
+    def add(self, outputs: list, output: NotebookNode, size: int) -> None:
+        if self.allows(size):
+            outputs.append(output)
+        else:
+            self.note(outputs)
+
+    def note(self, outputs: list) -> None:
+        """Say once per cell that its output was dropped."""
+        text = TRUNCATED_NOTE.format(mb=self.limit / 1e6)
+        if not any(o.get("text") == text for o in outputs):
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
+
+
+class TwoKernelExecute(Execute):
+    """Answer cells in the student's kernel, test cells in the trusted test kernel."""
+
+    source_notebook = Unicode("", help="The source notebook (solutions, hidden tests).").tag(
+        config=True)
+    student_files = Unicode("", help="Folder of regular files for the student's kernel.").tag(
+        config=True)
+    test_files = Unicode("", help="Folder of regular files for the test kernel.").tag(config=True)
+    test_uid = Integer(-1, help="As root: the test kernel's uid.").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
+        self.events: list[dict] = []
+        self.reused_test_kernel = False
 
     def preprocess(self, nb, resources=None, km=None):
+        NotebookClient.__init__(self, nb, km)
+        self._check_assign_resources(resources)
+        self.reset_execution_trackers()
+        self.events = []
+        self.budget = OutputBudget(Sandbox(config=self.config).max_output_mb * 1_000_000,
+                                   self.events)
         self._stopped_by = ""
-        self._output_bytes = 0
-        self._output_cap = Sandbox(config=self.config).max_output_mb * 1_000_000
-        self._truncated = False
-        return super().preprocess(nb, resources, km)
+        self.answers_changed = True  # the test kernel must fetch the answers again
+        run_sync(self._async_grade)()
+        return self.nb, self.resources
 
-    def preprocess_cell(self, cell, resources, index):
+    async def _async_grade(self) -> None:
+        plan = testplan.read(self.source_notebook)
+        tests = {i for i, c in enumerate(self.nb.cells)
+                 if c.cell_type == "code" and grade_id(c) in plan.tests}
+        kernel = testkernel.warm(self.config, Path(self.test_files), self.test_uid)
+        self.reused_test_kernel = kernel.reused
+        session, student_events = None, []
+        try:
+            session = await kernel.session(plan, self.timeout or 60, self.budget)
+            async with self.async_setup_kernel(cwd="/"):
+                student_events = self.km.events
+                info = await self.async_wait_for_reply(self.kc.kernel_info())
+                self.nb.metadata["language_info"] = info["content"]["language_info"]
+                bridge = StudentBridge(self)
+                for index, cell in enumerate(self.nb.cells):
+                    if index in tests:
+                        await self._run_test(session, bridge, cell)
+                    else:
+                        await self._run_student_cell(cell, index)
+                self.set_widgets_metadata()
+        except testkernel.TestKernelProblem as problem:
+            kernel.close()
+            self._withhold(tests, str(problem))
+        finally:
+            if session is not None:
+                session.end()
+        self.events.extend(student_events)  # the watchdog's: memory, wall time
+        self.km = None
+        LAST_RUN["events"] = self.events
+
+    async def _run_student_cell(self, cell, index: int) -> None:
         runs = cell.cell_type == "code" and cell.source.strip()
         if self._stopped_by:
             if runs:
                 cell.outputs = [error_output("KernelDied", f"not run: {self._stopped_by}")]
-            return cell, resources
+            return
         try:
-            return super().preprocess_cell(cell, resources, index)
+            await self.async_execute_cell(cell, index, store_history=True)
+            self.answers_changed = True
+            if any(o.get("ename") == "MemoryError" for o in cell.get("outputs", [])):
+                self.events.append({"event": "memory_error"})
         except DeadKernelError:
-            self._stopped_by = self._death_reason()
-            record_event(self.events_file, "died", cell=index, grade_id=grade_id(cell),
-                         reason=self._stopped_by)
+            self.student_kernel_stopped(f"kernel died in cell {grade_id(cell) or index}")
             cell.outputs.append(error_output("KernelDied", self._stopped_by))
-            return cell, resources
+
+    async def _run_test(self, session, bridge, cell) -> None:
+        if self._stopped_by:
+            cell.outputs = [error_output("NotGraded", f"not graded: {self._stopped_by}")]
+            return
+        bridge.start_cell(self.timeout or 60)
+        fetch, self.answers_changed = self.answers_changed, False
+        cell.outputs = await session.run_test(grade_id(cell), bridge, fetch)
+        cell.execution_count = None
+
+    def student_kernel_stopped(self, where: str, reason: str = "") -> None:
+        self._stopped_by = reason or self._death_reason()
+        self.events.append({"event": "died", "where": where, "reason": self._stopped_by})
 
     def _death_reason(self) -> str:
-        for event in reversed(read_events(self.events_file)):
+        for event in reversed(getattr(self.km, "events", [])):
             if event["event"] == "memory":
-                return f"killed for memory ({event['rss_mb']} MB > {event['limit_mb']} MB)"
+                return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
             if event["event"] == "wall":
                 return f"killed after {event['limit_s']} s of wall time"
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
         return f"the kernel exited (status {code})"
 
+    def _withhold(self, tests: set[int], why: str) -> None:
+        self.events.append({"event": "needs_review", "reason": why,
+                            "reused": self.reused_test_kernel})
+        for index in tests:
+            self.nb.cells[index].outputs = [error_output(
+                "Withheld", f"points withheld until the grader can check this: {why}")]
+
+    # -- output caps on every path of the student's kernel -------------------------------
+    def process_message(self, msg, cell, cell_index):
+        kind = msg["msg_type"]
+        if kind != "status" and kind not in ("execute_input",):
+            if not self.budget.allows(len(json.dumps(msg["content"]))):
+                if kind in ("stream", "display_data", "execute_result", "error"):
+                    self.budget.note(cell.outputs)
+                return None
+        return super().process_message(msg, cell, cell_index)
+
+    def on_cell_executed(self, **kwargs):
+        reply = kwargs["execute_reply"]["content"]
+        if reply.get("status") == "error":
+            # nbgrader appends the reply's own error when no output showed it: bounded too.
+            reply["traceback"] = [str(line)[:2000] for line in reply.get("traceback", [])[:50]]
+            reply["evalue"] = str(reply.get("evalue", ""))[:2000]
+            if not self.budget.allows(len(json.dumps(reply))):
+                reply["traceback"], reply["evalue"] = [], "(dropped: output limit)"
+        return super().on_cell_executed(**kwargs)
+
     async def _async_handle_timeout(self, timeout, cell=None):
-        record_event(self.events_file, "timeout", grade_id=grade_id(cell) if cell else "",
-                     limit_s=timeout)
+        self.events.append({"event": "timeout", "grade_id": grade_id(cell) if cell else "",
+                            "limit_s": timeout})
         return await super()._async_handle_timeout(timeout, cell)
 
-    def output(self, outs, msg, display_id, cell_index):
-        size = len(json.dumps(msg.get("content", {})))
-        self._output_bytes += size
-        if self._output_bytes > self._output_cap:
-            if not self._truncated:
-                self._truncated = True
-                record_event(self.events_file, "output_truncated", cell=cell_index,
-                             limit_mb=self._output_cap / 1e6)
-                outs.append(NotebookNode(output_type="stream", name="stderr",
-                                         text=TRUNCATED_NOTE.format(mb=self._output_cap / 1e6)))
-            return None
-        return super().output(outs, msg, display_id, cell_index)
+
+class StudentBridge:
+    """The grader's end of the bridge: forwards the test kernel's requests to the
+    student's kernel and its replies back, bounded in size and time."""
+
+    def __init__(self, executor: TwoKernelExecute):
+        self.executor = executor
+        self.max_chars = Sandbox(config=executor.config).max_message_mb * 1_000_000
+        self.left = 0.0
+
+    def start_cell(self, seconds: float) -> None:
+        self.left = seconds  # the student's functions share one cell's time
+
+    async def ask(self, prompt: str) -> str:
+        ex = self.executor
+        if ex._stopped_by:
+            return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
+        if self.left <= 0:
+            return protocol.failed("your functions already used this test's time")
+        code = ("__import__('autograder.student_side', fromlist=['_']).serve("
+                f"get_ipython(), {prompt!r})")
+        kc = ex.kc
+        msg_id = kc.execute(code, silent=False, store_history=False, allow_stdin=False,
+                            stop_on_error=False)
+        started = time.monotonic()
+        if not protocol.is_describe(prompt):
+            ex.answers_changed = True  # a function may have changed the notebook's globals
+        try:
+            return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
+        except asyncio.TimeoutError:
+            ex.events.append({"event": "timeout", "grade_id": "(a test's call)",
+                              "limit_s": round(self.left, 1)})
+            await self._stop_student()
+            return protocol.failed("your function did not finish in the test's time")
+        except DeadKernelError:
+            ex.student_kernel_stopped("a test's call")
+            return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
+        finally:
+            self.left -= time.monotonic() - started
+
+    async def _reply(self, kc, msg_id: str) -> str:
+        text, idle = None, False
+        while not idle:
+            try:
+                msg = await kc.iopub_channel.get_msg(timeout=1)
+            except Exception:  # noqa: BLE001 - queue.Empty: is the kernel still there?
+                if not await self.executor.km.is_alive():
+                    raise DeadKernelError("student kernel died") from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status":
+                idle = msg["content"].get("execution_state") == "idle"
+            elif kind == "display_data" and text is None:
+                data = msg["content"].get("data", {}).get(protocol.REPLY_MIME)
+                if isinstance(data, str) and len(data) <= self.max_chars:
+                    text = data
+        return text if text is not None else protocol.failed(
+            "your kernel sent no answer (did the notebook change how it runs code?)")
+
+    async def _stop_student(self) -> None:
+        ex = self.executor
+        try:
+            await ex.km.interrupt_kernel()
+            reply = await asyncio.wait_for(ex.kc.get_shell_msg(), timeout=INTERRUPT_GRACE)
+            del reply
+        except Exception:  # noqa: BLE001 - it did not stop: it is stopped for good
+            await ex.km.shutdown_kernel(now=True)
+            ex.student_kernel_stopped("a test's call", "a function of yours did not stop "
+                                      "when its time was up")

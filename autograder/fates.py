@@ -1,8 +1,9 @@
 """A submission's fate, decided from what happened while it was graded.
 
 Every submission ends with exactly one fate; ``details`` says why in words. The order of
-the checks is the order of precedence: a submission that both tampered and timed out
-is "flagged", because that is what the instructor must look at first.
+the checks is the order of precedence: a submission whose tests could not be checked is
+"needs review" (its test points are withheld until a regrade with ``--force``), because
+that is what the instructor must look at first, whatever else happened.
 """
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ TIMED_OUT = "timed out"
 KILLED_FOR_MEMORY = "killed for memory"
 INVALID_NOTEBOOK = "invalid notebook"
 NO_NOTEBOOK = "no notebook"
-FLAGGED = "flagged"
+# The grader could not be sure (the test kernel could not finish, or an import was
+# ambiguous): points are withheld, never given, and the details say why.
+NEEDS_REVIEW = "needs review"
 # The grader's own failure (not the student's): nbgrader could not grade it at all.
 ERROR = "error"
-FATES = (GRADED, TIMED_OUT, KILLED_FOR_MEMORY, INVALID_NOTEBOOK, NO_NOTEBOOK, FLAGGED, ERROR)
+FATES = (GRADED, TIMED_OUT, KILLED_FOR_MEMORY, INVALID_NOTEBOOK, NO_NOTEBOOK, NEEDS_REVIEW,
+         ERROR)
 
 # bwrap exits 128 + the signal that ended the kernel.
-CPU_LIMIT_STATUSES = {128 + signal.SIGXCPU, 128 + signal.SIGKILL}
+CPU_LIMIT_STATUSES = {128 + signal.SIGXCPU, 128 + signal.SIGKILL, -signal.SIGXCPU,
+                      -signal.SIGKILL}
 
 
 @dataclass
@@ -30,49 +35,49 @@ class Outcome:
     score: float | None = None
     max_score: float | None = None
     details: list[str] = field(default_factory=list)
-    flags: list[str] = field(default_factory=list)
-    zeroed: list[str] = field(default_factory=list)
     digest: str = ""
     seconds: float = 0.0
-    # Seconds spent in each step of grading (autograde, review, feedback...).
+    # Seconds spent in each step of grading (autograde, feedback...).
     phases: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def decide(events: list[dict], flags: list[str], memory_error: bool) -> tuple[str, list[str]]:
-    """The fate of a graded submission and the reasons, from its kernel's events."""
+def decide(events: list[dict]) -> tuple[str, list[str]]:
+    """The fate of a graded submission and the reasons, from what its run recorded."""
     details = []
-    memory = wall = cpu = False
+    memory = wall = cpu = review = False
     timeouts = []
     for e in events:
         kind = e["event"]
-        if kind == "memory":
+        if kind == "needs_review":
+            review = True
+            details.append(f"test points withheld: {e['reason']}")
+        elif kind == "memory":
             memory = True
-            details.append(f"kernel killed for memory: {e['rss_mb']} MB > {e['limit_mb']} MB")
+            details.append(f"kernel killed for memory: {e['used_mb']} MB > {e['limit_mb']} MB")
+        elif kind == "memory_error":
+            memory = True
+            details.append("ran out of memory (MemoryError under the address-space limit)")
         elif kind == "wall":
             wall = True
             details.append(f"kernel killed after {e['limit_s']} s of wall time")
         elif kind == "timeout":
             timeouts.append(e.get("grade_id") or "a cell")
         elif kind == "died":
-            details.append(f"kernel died in cell {e.get('grade_id') or e.get('cell')}: "
-                           f"{e['reason']}; later cells scored 0")
-            status = _status(e["reason"])
-            if status in CPU_LIMIT_STATUSES and not (memory or wall):
+            details.append(f"kernel stopped ({e['where']}): {e['reason']}; later cells scored 0")
+            if _status(e["reason"]) in CPU_LIMIT_STATUSES and not (memory or wall):
                 cpu = True
         elif kind == "output_truncated":
             details.append(f"output over {e['limit_mb']:g} MB dropped")
     if timeouts:
-        details.append("cell timed out: " + ", ".join(timeouts))
-    if memory_error:
-        details.append("ran out of memory (MemoryError under the address-space limit)")
+        details.append("timed out: " + ", ".join(timeouts))
     if cpu:
         details.append("kernel stopped at the CPU-time limit")
-    if flags:
-        return FLAGGED, details
-    if memory or memory_error:
+    if review:
+        return NEEDS_REVIEW, details
+    if memory:
         return KILLED_FOR_MEMORY, details
     if wall or timeouts or cpu:
         return TIMED_OUT, details

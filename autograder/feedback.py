@@ -1,4 +1,4 @@
-"""Feedback without the hidden tests.
+"""Feedback without the hidden tests, and without anything a browser would run.
 
 nbgrader's autograde puts every test cell back from the gradebook, hidden tests and all,
 and ``generate_feedback`` renders them (nbgrader issues 917, 1363). A traceback is no
@@ -6,6 +6,13 @@ better: IPython prints the failing line and its neighbours. ``HideHiddenTests`` 
 inside ``generate_feedback`` (added through ``GenerateFeedback.preprocessors``) and, in
 every cell that holds a hidden-test region, removes the region's source and reduces the
 outputs to pass, or fail with the exception's name and message.
+
+Everything else in the page is the student's: markdown, HTML outputs, SVG, JavaScript,
+widget state. An instructor who opens the page from the Jupyter server would run any
+script in it with the server's origin. So the page is sanitized twice, with nbconvert's
+own parts: the ``SanitizeHTML`` preprocessor (bleach) keeps only safe output types and
+cleans markdown and HTML, and ``HTMLExporter.sanitize_html`` cleans what markdown
+rendering makes (bleach again: no scripts, no event handlers, no ``javascript:`` URLs).
 """
 from __future__ import annotations
 
@@ -47,8 +54,9 @@ class HideHiddenTests(ClearHiddenTests):
 
 
 def feedback_preprocessors() -> list:
-    """GenerateFeedback's default list with HideHiddenTests first (before rendering)."""
+    """GenerateFeedback's default list with HideHiddenTests and SanitizeHTML first."""
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.converters import GenerateFeedback
 
     defaults = list(GenerateFeedback.class_traits()["preprocessors"].default())
-    return [HideHiddenTests, *defaults]
+    return [HideHiddenTests, SanitizeHTML, *defaults]

@@ -69,18 +69,22 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     check_ready(course_root, assignment, sandbox)
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
+    cells = inbox.source_cells(course_root, assignment)
     to_grade, outcomes = [], {}
     for student in inbox.submitted_students(course_root, assignment):
-        folder = course_root / "submitted" / student / assignment
-        digest = inbox.digest(folder)
+        if not inbox.valid_student_id(student):
+            continue  # imports never make such a folder; it is not a student's
+        files, refused = inbox.read_submission(course_root / "submitted" / student / assignment)
+        digest = inbox.digest(files, refused)
         done = ledger.get(student)
         if done and done.get("digest") == digest and not force:
             outcomes[student] = {**done, "this_run": "unchanged"}
             continue
-        rejected = inbox.problem(folder, notebooks)
+        rejected = inbox.problem(files, refused, notebooks, cells)
         if rejected:
             fate, message = rejected
             outcome = fates.Outcome(student, fate, 0.0, None, [message], digest=digest).as_dict()
+            _zero_submission(course_root, assignment, student)
             ledger.put(outcome)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
@@ -103,6 +107,21 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
         if progress is not None:
             progress.update(1)
     return [outcomes[s] for s in sorted(outcomes)]
+
+
+def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
+    """A submission that cannot be graded scores 0: never an older attempt's grades."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                grade.auto_score = 0
+        gb.db.commit()
 
 
 def _run_pool(course_root: Path, assignment: str, to_grade, jobs, sandbox):

@@ -1,12 +1,20 @@
-"""Kernel managers that start every kernel in the sandbox, and a watchdog for its limits.
+"""Kernel managers that start every grading kernel in the sandbox, and its watchdog.
 
-nbgrader's ``Execute`` (through nbclient) creates a kernel manager from
-``kernel_manager_class``; ours keeps jupyter_client's whole protocol and changes only
-where the kernel runs: the command becomes ``bwrap ... python -m autograder.kernel_entry``,
-the transport becomes ``ipc`` with its sockets in a runtime folder bound into the sandbox,
-and a watchdog thread kills the kernel's whole process tree when it holds too much memory
-or lives too long. What happened is appended to ``events_file`` (JSON lines), which the
-grading worker reads to decide the submission's fate.
+jupyter_client's whole protocol stays; what changes is where the kernel runs and how
+much the grader trusts the channel:
+
+- the command becomes ``[setpriv ...] bwrap ... python -I -m autograder.kernel_entry``
+  (``autograder.sandbox``), with the ``ipc`` transport: the sockets live in a folder of
+  their own, the only host folder the kernel can write, and the connection file is bound
+  read-only;
+- the client connects once, after the kernel has made its sockets and before any
+  notebook code runs, and never reconnects (``ZMQ_RECONNECT_IVL`` = -1): a kernel that
+  later swaps a socket for a link cannot make the grader connect somewhere else. A
+  message larger than ``Sandbox.max_message_mb`` cuts the kernel off
+  (``ZMQ_MAXMSGSIZE``) instead of filling the grader's memory;
+- a watchdog thread kills the kernel's whole process tree when its memory (resident
+  memory plus what it keeps in its tmpfs folders) or its lifetime passes the limit. What
+  it did is kept in ``events``, in memory: the host reads no file a kernel could touch.
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -22,38 +31,30 @@ import time
 from pathlib import Path
 
 import psutil
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from jupyter_core.utils import run_sync
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer, List, Unicode
 from traitlets.config import Configurable
 
-from autograder.context import AUDIT_LOG_ENV
-from autograder.kernel_entry import LIMITS_ENV, UID_ENV
+from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
 WATCH_INTERVAL = 0.2
+SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
+TMPFS_MOUNTS = ("tmp", "dev/shm")
 
 
-def record_event(events_file: str, event: str, **details) -> None:
-    if not events_file:
-        return
-    with open(events_file, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"event": event, "time": time.time(), **details}) + "\n")
-
-
-def read_events(events_file: Path) -> list[dict]:
-    try:
-        lines = Path(events_file).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def chown_tree(path: Path, uid: int) -> None:
-    os.chown(path, uid, uid, follow_symlinks=False)
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
+    """A zmq context whose sockets never reconnect and refuse oversized messages."""
+    context = zmq.asyncio.Context() if asynchronous else zmq.Context()
+    context.setsockopt(zmq.RECONNECT_IVL, -1)
+    context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    context.setsockopt(zmq.LINGER, 0)  # a closing client never waits on a kernel
+    return context
 
 
 def kill_tree(pid: int) -> None:
@@ -70,13 +71,29 @@ def kill_tree(pid: int) -> None:
             pass
 
 
+def tmpfs_bytes(pids: list[int]) -> int:
+    """Bytes used in the sandbox's tmpfs folders, seen through a sandboxed process."""
+    for pid in pids:
+        total, seen = 0, False
+        for mount in TMPFS_MOUNTS:
+            try:
+                st = os.statvfs(f"/proc/{pid}/root/{mount}")
+            except OSError:
+                continue
+            seen = True
+            total += (st.f_blocks - st.f_bfree) * st.f_frsize
+        if seen and os.stat(f"/proc/{pid}/root").st_ino != os.stat("/").st_ino:
+            return total
+    return 0
+
+
 class Watchdog(threading.Thread):
     """Kills the kernel's process tree when it passes its memory or wall-time limit."""
 
-    def __init__(self, pid: int, memory_mb: int, wall_seconds: int, events_file: str):
+    def __init__(self, pid: int, memory_mb: int, wall_seconds: int, events: list):
         super().__init__(daemon=True, name=f"watchdog-{pid}")
         self.pid, self.memory_mb, self.wall_seconds = pid, memory_mb, wall_seconds
-        self.events_file = events_file
+        self.events = events
         self.stopped = threading.Event()
         self.started_at = time.monotonic()
 
@@ -92,81 +109,108 @@ class Watchdog(threading.Thread):
                 procs = [root] + root.children(recursive=True)
             except psutil.NoSuchProcess:
                 return
-            rss = 0
+            used = 0
             for p in procs:
                 try:
-                    rss += p.memory_info().rss
+                    used += p.memory_info().rss
                 except psutil.NoSuchProcess:
                     pass
-            rss_mb = rss / 1e6
-            if self.memory_mb and rss_mb > self.memory_mb:
-                record_event(self.events_file, "memory", rss_mb=round(rss_mb),
-                             limit_mb=self.memory_mb)
+            used += tmpfs_bytes([p.pid for p in procs[1:]])
+            used_mb = used / 1e6
+            if self.memory_mb and used_mb > self.memory_mb:
+                self.events.append({"event": "memory", "used_mb": round(used_mb),
+                                    "limit_mb": self.memory_mb})
                 kill_tree(self.pid)
                 return
             if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
-                record_event(self.events_file, "wall", limit_s=self.wall_seconds)
+                self.events.append({"event": "wall", "limit_s": self.wall_seconds})
                 kill_tree(self.pid)
                 return
 
 
 class SandboxMixin(Configurable):
-    """The parts shared by the async manager (nbclient) and the sync one (integrity).
+    """The parts shared by the async manager (nbclient) and the sync one (test kernel).
 
     Configure it as ``SandboxMixin.<trait>`` to reach both managers.
     """
 
     use_bwrap = Bool(True, help="Run the kernel under bubblewrap.").tag(config=True)
-    uid = Integer(-1, help="Drop root to this uid inside the sandbox (-1: keep).").tag(config=True)
+    uid = Integer(-1, help="As root: the uid the kernel runs as (-1: not root).").tag(config=True)
     runtime_root = Unicode(
-        "", help="Folder for the kernel's connection file and ipc sockets (short path)."
+        "", help="Host folder (short path) for the kernel's connection file and sockets."
     ).tag(config=True)
-    audit_log = Unicode("", help="Passed to the kernel as COURSE_GRADE_AUDIT_LOG.").tag(config=True)
-    events_file = Unicode("", help="Where limit breaches are recorded (JSON lines).").tag(config=True)
+    staging = Unicode(
+        "", help="Host folder of regular files copied into the kernel's working folder."
+    ).tag(config=True)
+    extra_env = List(Unicode(), help="NAME=VALUE pairs added to the kernel's environment.").tag(
+        config=True)
 
     _watchdog: Watchdog | None = None
 
+    def _sandbox(self) -> Sandbox:
+        return Sandbox(config=self.config)
+
+    def _context_default(self):
+        return guarded_context(self._sandbox().max_message_mb * 1_000_000,
+                               asynchronous=isinstance(self, AsyncKernelManager))
+
+    def client(self, **kwargs):
+        kwargs.setdefault("context", guarded_context(
+            self._sandbox().max_message_mb * 1_000_000,
+            asynchronous=isinstance(self, AsyncKernelManager)))
+        return super().client(**kwargs)
+
     async def _async_pre_start_kernel(self, **kw):
+        self.events: list[dict] = []
         # Without a runtime_root (a caller outside the pipeline) the folder is ours to
         # remove at shutdown.
         self._made_root = None if self.runtime_root else tempfile.mkdtemp(prefix="cg-", dir="/tmp")
-        root = self.runtime_root or self._made_root
-        self._runtime_dir = Path(tempfile.mkdtemp(prefix="k", dir=root))
-        self._runtime_dir.chmod(0o755)
+        root = Path(tempfile.mkdtemp(prefix="k", dir=self.runtime_root or self._made_root))
+        root.chmod(0o755)
+        self._runtime_dir = root
+        sockets = root / "s"
+        sockets.mkdir(mode=0o755)
+        if self.uid >= 0:  # a folder made here a moment ago, empty: safe to give away
+            os.chown(sockets, self.uid, self.uid)
+        self._empty_staging = None
+        if not self.staging:
+            self._empty_staging = tempfile.mkdtemp(prefix="stage-", dir=root)
         self.transport = "ipc"
-        self.ip = str(self._runtime_dir / "ipc")
-        self.connection_file = str(self._runtime_dir / "kernel.json")
+        self.ip = str(sockets / "ipc")
+        self.connection_file = str(root / "kernel.json")
         # SIGINT to bwrap's process group never reaches the kernel in its own session;
         # ipykernel's interrupt_request (control channel) does.
         if self.kernel_spec is not None:
             self.kernel_spec.interrupt_mode = "message"
-        return await super()._async_pre_start_kernel(**kw)
+        result = await super()._async_pre_start_kernel(**kw)
+        if self.uid >= 0:  # written here just now (0600): the kernel's uid must read it
+            os.chown(self.connection_file, self.uid, self.uid)
+        return result
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        sandbox = Sandbox(config=self.config)
-        work_dir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        sandbox = self._sandbox()
         extra = kernel_cmd[kernel_cmd.index("-f") + 2:] if "-f" in kernel_cmd else []
-        command = [sys.executable, "-m", "autograder.kernel_entry",
+        command = [sys.executable, "-I", "-m", "autograder.kernel_entry",
                    "-f", self.connection_file, *extra]
-        rw = [self._runtime_dir]
-        if self.audit_log:
-            Path(self.audit_log).touch()
-            rw.append(Path(self.audit_log))
-        if self.uid >= 0:
-            for path in [work_dir, *rw]:
-                chown_tree(path, self.uid)
+        steps = {"uid": self.uid} if self.uid >= 0 else {}
         if self.use_bwrap:
-            command = sandbox.argv(work_dir, rw, self.uid) + command
-        # bwrap's --die-with-parent ends the kernel when bwrap dies, but bwrap itself
-        # outlived a SIGKILLed grader once: tie it to its parent too.
+            staging = Path(self.staging or self._empty_staging)
+            prefix, steps = sandbox.command(staging, self._runtime_dir / "s", self.uid)
+            # The connection file (the channel's key) is bound read-only.
+            prefix[-1:-1] = ["--ro-bind", self.connection_file, self.connection_file]
+            command = prefix + command
+        # bwrap's --die-with-parent ends the kernel when bwrap dies; tie bwrap (or the
+        # unsandboxed kernel) to the grader as well.
         setpriv = shutil.which("setpriv")
         if setpriv:
             command = [setpriv, "--pdeathsig", "KILL", "--", *command]
-        kw["env"] = self._kernel_env(sandbox)
-        kw["cwd"] = str(work_dir)
-        # Never the instructor's terminal: a student's os.write(1, ...) lands in this log,
-        # which RLIMIT_FSIZE caps like any other file the kernel writes.
-        log = open(self._runtime_dir / "kernel.log", "ab")
+        kw["env"] = self._kernel_env(sandbox, steps)
+        kw["cwd"] = "/" if self.use_bwrap else str(self._runtime_dir)
+        # Never the instructor's terminal, and never a file the kernel can reach: the
+        # kernel's own stdout and stderr go to a log outside its sandbox, capped by
+        # RLIMIT_FSIZE like any file it writes.
+        self._log_path = self._runtime_dir / "kernel.log"
+        log = open(self._log_path, "ab")
         kw["stdout"] = kw["stderr"] = log
         kw["stdin"] = subprocess.DEVNULL
         try:
@@ -174,15 +218,42 @@ class SandboxMixin(Configurable):
         finally:
             log.close()
         self._watchdog = Watchdog(self.provisioner.pid, sandbox.memory_mb,
-                                  sandbox.wall_seconds, self.events_file)
+                                  sandbox.wall_seconds, self.events)
         self._watchdog.start()
+        self._wait_for_sockets()
+
+    def _wait_for_sockets(self) -> None:
+        """Connect only once every socket exists: a client that never reconnects must not
+        try before the kernel listens. Until then no notebook code has run."""
+        paths = [f"{self.ip}-{port}" for port in (self.shell_port, self.iopub_port,
+                                                   self.stdin_port, self.control_port,
+                                                   self.hb_port)]
+        deadline = time.monotonic() + SOCKET_WAIT
+        while time.monotonic() < deadline:
+            if all(_is_socket(p) for p in paths):
+                return
+            process = getattr(self.provisioner, "process", None)
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"the kernel exited while starting: {self.start_log()}")
+            time.sleep(0.02)
+        raise RuntimeError(f"the kernel made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
+
+    def start_log(self, limit: int = 2000) -> str:
+        """The end of the kernel's own log (written through a descriptor it was given)."""
+        try:
+            with open(self._log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - limit))
+                return f.read(limit).decode(errors="replace").strip()
+        except (OSError, AttributeError):
+            return ""
 
     def restart_wall_clock(self) -> None:
         """Count the wall-time limit from now (a kernel reused for another task)."""
         if self._watchdog is not None:
             self._watchdog.restart_clock()
 
-    def _kernel_env(self, sandbox: Sandbox) -> dict:
+    def _kernel_env(self, sandbox: Sandbox, steps: dict) -> dict:
         # A fresh environment: nothing of the instructor's (tokens, paths) leaks in.
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -194,23 +265,36 @@ class SandboxMixin(Configurable):
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             LIMITS_ENV: json.dumps(sandbox.limits()),
-            AUDIT_LOG_ENV: self.audit_log,
         }
-        if self.uid >= 0:
-            env[UID_ENV] = str(self.uid)
+        for pair in self.extra_env:
+            name, _, value = pair.partition("=")
+            env[name] = value
+        if "uid" in steps:
+            env[UID_ENV] = str(steps["uid"])
+        if "nest" in steps:
+            env[NEST_ENV] = steps["nest"]
+        if not self.use_bwrap:
+            work = self._runtime_dir / "work"
+            env[DIRS_ENV] = json.dumps({"staging": self.staging or self._empty_staging,
+                                        "work": str(work)})
+            env["HOME"] = str(work)
         return env
 
     async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False):
         try:
             await super()._async_shutdown_kernel(now=now, restart=restart)
         finally:
-            if self._watchdog is not None:
-                self._watchdog.stopped.set()
-            if self.provisioner is not None and self.provisioner.pid:
-                kill_tree(self.provisioner.pid)
+            self.stop_watching()
             folder = getattr(self, "_made_root", None) or getattr(self, "_runtime_dir", None)
             if folder and not restart:
+                # rmtree never follows a link, even one the kernel planted.
                 shutil.rmtree(folder, ignore_errors=True)
+
+    def stop_watching(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.stopped.set()
+        if self.provisioner is not None and self.provisioner.pid:
+            kill_tree(self.provisioner.pid)
 
     async def _async_kill_kernel(self, restart: bool = False):
         if self.provisioner is not None and self.provisioner.pid:
@@ -218,25 +302,42 @@ class SandboxMixin(Configurable):
         await super()._async_kill_kernel(restart=restart)
 
 
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 class SandboxedKernelManager(SandboxMixin, AsyncKernelManager):
-    """For nbclient / nbgrader's Execute."""
+    """For nbclient / nbgrader's Execute: the student's kernel."""
+
+    client_class = "jupyter_client.asynchronous.AsyncKernelClient"
+    client_factory = AsyncKernelClient
 
 
 class SyncSandboxedKernelManager(SandboxMixin, KernelManager):
-    """For callers that want the blocking API (the integrity review's clean room)."""
+    """Blocking API: the test kernel, which outlives one notebook's event loop."""
 
+    client_factory = BlockingKernelClient
     # jupyter_client binds the blocking methods to KernelManager's own coroutines, past
     # any override: bind shutdown to ours, so the watchdog stops and the folder goes.
     shutdown_kernel = run_sync(SandboxMixin._async_shutdown_kernel)
 
+    def async_client(self) -> AsyncKernelClient:
+        """A client for use inside one event loop (the test kernel lives longer)."""
+        kw = dict(self.get_connection_info(session=True), parent=self,
+                  context=guarded_context(self._sandbox().max_message_mb * 1_000_000, True))
+        return AsyncKernelClient(**kw)
 
-def launch_kernel(work_dir: Path, audit_log: Path | None = None, *, config=None,
+
+def launch_kernel(*, config=None, staging: Path | None = None,
                   startup_timeout: float = 60) -> SyncSandboxedKernelManager:
-    """Start a sandboxed kernel with cwd ``work_dir`` and wait until it answers."""
+    """Start a sandboxed kernel (blocking API) and wait until it answers."""
     km = SyncSandboxedKernelManager(config=config)
-    if audit_log is not None:
-        km.audit_log = str(audit_log)
-    km.start_kernel(cwd=str(work_dir))
+    if staging is not None:
+        km.staging = str(staging)
+    km.start_kernel()
     kc = km.client()
     kc.start_channels()
     try:

@@ -1,24 +1,28 @@
-"""The one way a student kernel starts: ``python -m autograder.kernel_entry -f CONN``.
+"""The one way a grading kernel starts: ``python -I -m autograder.kernel_entry -f CONN``.
 
-Runs inside the sandbox, before any student code: applies the rlimits passed in
-``COURSE_GRADE_LIMITS`` (JSON), drops root to ``COURSE_GRADE_UID`` when set (RLIMIT_NPROC
-is not enforced for root), installs the integrity helper's audit hooks when
-``autograder.audit`` exists (its log path is in ``COURSE_GRADE_AUDIT_LOG``), then hands over
-to ipykernel. Anything this module cannot do is fatal: a kernel without its limits must
-not run student code.
+Runs inside the sandbox (``autograder.sandbox``), before any code of the notebook:
+applies the rlimits passed in ``COURSE_GRADE_LIMITS`` (JSON), drops root to
+``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root), enters the second
+bubblewrap named by ``COURSE_GRADE_NEST`` when set (a user namespace that allows no other;
+this module then runs again inside it), fills the working folder from the read-only
+staging folder, then hands over to ipykernel. ``-I`` keeps the working folder off ``sys.path`` until
+then, so a submitted ``ipykernel.py`` cannot run before the limits. Anything this module
+cannot do is fatal: a kernel without its limits must not run.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import resource
+import shutil
 import sys
-
-from autograder.context import AUDIT_LOG_ENV
 
 LIMITS_ENV = "COURSE_GRADE_LIMITS"
 UID_ENV = "COURSE_GRADE_UID"
+# The bubblewrap to enter after dropping root (see autograder.sandbox).
+NEST_ENV = "COURSE_GRADE_NEST"
+# Outside the sandbox (course-grade --no-sandbox) the host names the two folders.
+DIRS_ENV = "COURSE_GRADE_DIRS"
 MB = 1024 * 1024
 
 
@@ -34,7 +38,6 @@ def apply_limits(limits: dict) -> None:
     cap(resource.RLIMIT_AS, limits.get("address_space_mb", 0) * MB)
     cap(resource.RLIMIT_NPROC, limits.get("max_processes", 0))
     cap(resource.RLIMIT_FSIZE, limits.get("max_file_mb", 0) * MB)
-    cap(resource.RLIMIT_CORE, 0)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -46,16 +49,30 @@ def drop_root(uid: int) -> None:
         raise SystemExit("kernel_entry: could not drop root")
 
 
+def fill_work_dir(staging: str, work: str) -> None:
+    """Copy the staged files (regular files and folders only) into the writable work dir."""
+    os.makedirs(work, exist_ok=True)
+    if os.path.isdir(staging):
+        shutil.copytree(staging, work, symlinks=True, dirs_exist_ok=True)
+    os.chdir(work)
+
+
 def main() -> None:
-    limits = json.loads(os.environ.pop(LIMITS_ENV, "{}"))
-    apply_limits(limits)
+    from autograder.sandbox import STAGING_DIR, WORK_DIR
+
+    apply_limits(json.loads(os.environ.pop(LIMITS_ENV, "{}")))
     uid = os.environ.pop(UID_ENV, "")
     if uid:
         drop_root(int(uid))
-    if limits.get("audit_hooks", True) and importlib.util.find_spec("autograder.audit"):
-        from autograder import audit
+    nest = os.environ.pop(NEST_ENV, "")
+    if nest:
+        from autograder.sandbox import nested_argv
 
-        audit.install(os.environ.get(AUDIT_LOG_ENV, ""))
+        argv = nested_argv(nest) + [sys.executable, "-I", "-m", "autograder.kernel_entry",
+                                    *sys.argv[1:]]
+        os.execv(nest, argv)
+    dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))
+    fill_work_dir(dirs.get("staging", STAGING_DIR), dirs.get("work", WORK_DIR))
     # The instructor's pid means nothing in the sandbox's pid namespace; bwrap's
     # --die-with-parent already ends the kernel when the grader goes.
     os.environ.pop("JPY_PARENT_PID", None)

@@ -1,23 +1,28 @@
-"""Answers as plain data: what crosses from a student's kernel into the clean room.
+"""Values as plain data: the one format in which answers, arguments and results cross
+between the student's kernel and the trusted test kernel.
 
 ``encode`` turns a value into JSON-ready data (numbers, strings, lists, dicts) and
-``decode`` turns such data back into a value of the same kind. Nothing in the data can
-run code when decoded: there is no pickle, no eval and no import of a name the data
-chooses, so a lying object in the student's kernel can only ever become data, and data
-compares honestly in a kernel that never ran student code.
+``decode`` turns such data back into a value of the same kind, built afresh by the
+decoding process. Nothing in the data can run code when decoded: no pickle, no eval,
+no import of a name the data chooses. So whatever a student's kernel sends, the test
+kernel gets only data, of base types, that compares honestly.
 
 Kinds kept: None, bool, int, float (NaN and infinities included), complex, str, bytes,
-list, tuple, dict with plain keys, slices, ``torch.Tensor`` (dtype, device, shape,
-exact bytes), ``torch.dtype``, ``torch.device``, ``torch.Size``, NumPy arrays and
-scalars. A subclass of any of these (a ``float`` whose ``__eq__`` lies, a tensor
-subclass) is kept as its base value: the lie stays behind. Anything else is
-``Unencodable``.
+``io.BytesIO``, list, tuple, dict with plain keys, slices, ``torch.Tensor`` (dtype,
+device, shape, requires_grad, exact bytes), ``torch.dtype``, ``torch.device``,
+``torch.Size``, NumPy arrays and scalars, and ``torch.nn.Module`` (the standard layers in
+``MODULES`` rebuilt as themselves, any other module as a ``ForeignModule`` holding the
+same parameters and buffers, without its forward). A subclass of any of these (a
+``float`` whose ``__eq__`` lies, a tensor subclass) is kept as its base value: the lie
+stays behind. Anything else is ``Unencodable``.
+
+``ref`` (both ways) lets a caller replace chosen objects by references, so that a result
+which *is* one of a call's arguments comes back as that very object.
 """
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
+import io
 import math
 import sys
 
@@ -29,23 +34,30 @@ from builtins import (abs, bool, bytes, callable, dict, float, getattr, hasattr,
 MAX_ELEMENTS = 1 << 22  # per tensor or array: 4 Mi numbers, 16 MB of float32
 MAX_DEPTH = 20
 MAX_ITEMS = 100_000  # per list, tuple or dict
+MAX_BYTES = 64 * 1024 * 1024  # per bytes or BytesIO
+
+
+# Every kind this module writes; a dict with any other "$" is a caller's reference.
+KINDS = {"int", "float", "complex", "bytes", "bytesio", "tuple", "dict", "slice", "size",
+         "dtype", "device", "tensor", "ndarray", "npscalar", "module"}
 
 
 class Unencodable(ValueError):
     """The value has no plain-data form (a student class, a generator, a huge tensor)."""
 
 
-def encode(value, refs=None, _depth=0):
-    """Plain data for ``value``; ``refs(value)`` may name objects this module cannot encode.
-
-    ``refs`` lets the recorder encode functions and modules as references
-    ({"$": "ref", ...}); without it they are Unencodable.
-    """
+def encode(value, ref=None, _depth=0):
+    """Plain data for ``value``. ``ref(value)``, when given, is asked first: data it
+    returns (a reference) stands for the object."""
     if _depth > MAX_DEPTH:
         raise Unencodable("nested too deeply")
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
+    if ref is not None and kind not in (int, float):
+        named = ref(value)
+        if named is not None:
+            return named
     if kind is int:
         return value if abs(value) < 2**53 else {"$": "int", "v": str(value)}
     if kind is float:
@@ -53,7 +65,7 @@ def encode(value, refs=None, _depth=0):
     # Exact types first: the subclass tests below go through the base type's own
     # methods, so an overridden __float__ or __eq__ is never consulted.
     if isinstance(value, int):
-        return encode(int.__int__(value), refs, _depth)
+        return encode(int.__int__(value), ref, _depth)
     if isinstance(value, float):
         return _float(float.__float__(value))
     if isinstance(value, str):
@@ -62,20 +74,23 @@ def encode(value, refs=None, _depth=0):
         c = complex.__complex__(value)
         return {"$": "complex", "re": _float(c.real), "im": _float(c.imag)}
     if isinstance(value, (bytes, bytearray)):
-        return {"$": "bytes", "v": base64.b64encode(bytes(value)).decode()}
+        return {"$": "bytes", "v": _b64(bytes(value))}
+    if isinstance(value, io.BytesIO):
+        return {"$": "bytesio", "v": _b64(io.BytesIO.getvalue(value)),
+                "pos": io.BytesIO.tell(value)}
     if isinstance(value, (list, tuple)):
         items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
-        seq = [encode(v, refs, _depth + 1) for v in _bounded(items, len(value))]
+        seq = [encode(v, ref, _depth + 1) for v in _bounded(items, len(value))]
         torch = _torch()
         if torch is not None and isinstance(value, torch.Size):
             return {"$": "size", "v": seq}
         return seq if isinstance(value, list) else {"$": "tuple", "v": seq}
     if isinstance(value, dict):
-        pairs = [[encode(k, refs, _depth + 1), encode(v, refs, _depth + 1)]
+        pairs = [[encode(k, ref, _depth + 1), encode(v, ref, _depth + 1)]
                  for k, v in _bounded(dict.items(value), len(value))]
         return {"$": "dict", "v": pairs}
     if isinstance(value, slice):
-        return {"$": "slice", "v": [encode(x, refs, _depth + 1)
+        return {"$": "slice", "v": [encode(x, ref, _depth + 1)
                                     for x in (value.start, value.stop, value.step)]}
     torch = _torch()
     if torch is not None:
@@ -87,30 +102,23 @@ def encode(value, refs=None, _depth=0):
             return {"$": "device", "v": f"{value.type}" + (
                 "" if value.index is None else f":{value.index}")}
         if isinstance(value, torch.nn.Module):
-            # Only to fingerprint a call's arguments (a model passed in): it never decodes.
-            kind = type(value)
-            return {"$": "module", "class": f"{kind.__module__}.{kind.__qualname__}",
-                    "state": [[k, _tensor(v, torch)] for k, v in _bounded(
-                        list(value.state_dict(keep_vars=True).items()), MAX_ITEMS)]}
+            return _module(value, torch, ref, _depth)
     np = _numpy()
     if np is not None:
         if isinstance(value, np.ndarray):
             return _ndarray(value, np)
         if isinstance(value, np.generic):
             return {"$": "npscalar", "v": _ndarray(np.asarray(value), np)}
-    if refs is not None:
-        ref = refs(value)
-        if ref is not None:
-            return ref
     raise Unencodable(f"a {kind.__module__}.{kind.__qualname__} has no plain-data form")
 
 
-def decode(data, refs=None):
-    """The value that ``data`` describes; ``refs(data)`` resolves {"$": "ref"} entries."""
+def decode(data, ref=None):
+    """The value that ``data`` describes; ``ref(data)`` resolves the references that
+    ``encode``'s ``ref`` made (any dict whose "$" is not a kind of this module)."""
     if data is None or type(data) in (bool, int, float, str):
         return data
     if type(data) is list:
-        return [decode(v, refs) for v in data]
+        return [decode(v, ref) for v in data]
     if type(data) is not dict:
         raise ValueError(f"not plain data: {type(data).__name__}")
     tag = data.get("$")
@@ -121,11 +129,15 @@ def decode(data, refs=None):
     if tag == "complex":
         return complex(decode(data["re"]), decode(data["im"]))
     if tag == "bytes":
-        return base64.b64decode(data["v"])
+        return _unb64(data["v"])
+    if tag == "bytesio":
+        buffer = io.BytesIO(_unb64(data["v"]))
+        buffer.seek(int(data.get("pos", 0)))
+        return buffer
     if tag == "tuple":
-        return tuple(decode(v, refs) for v in data["v"])
+        return tuple(decode(v, ref) for v in data["v"])
     if tag == "dict":
-        return {_hashable(decode(k, refs)): decode(v, refs) for k, v in data["v"]}
+        return {_hashable(decode(k, ref)): decode(v, ref) for k, v in data["v"]}
     if tag == "slice":
         return slice(*(decode(v) for v in data["v"]))
     if tag == "size":
@@ -142,28 +154,11 @@ def decode(data, refs=None):
         return _decode_ndarray(data)
     if tag == "npscalar":
         return _decode_ndarray(data["v"])[()]
-    if tag == "ref" and refs is not None:
-        return refs(data)
+    if tag == "module":
+        return _decode_module(data, 0)
+    if ref is not None and tag not in KINDS:
+        return ref(data)
     raise ValueError(f"unknown plain-data tag {tag!r}")
-
-
-def shape_only(data):
-    """``data`` without the numbers inside tensors and arrays: their kind and shape stay.
-
-    Two calls whose arguments differ only in random numbers (a freshly initialised
-    model) have the same ``digest(shape_only(...))``.
-    """
-    if type(data) is list:
-        return [shape_only(v) for v in data]
-    if type(data) is dict:
-        return {k: shape_only(v) for k, v in data.items() if k != "bytes"}
-    return data
-
-
-def digest(data) -> str:
-    """A stable fingerprint of encoded data: equal for equal values in any process."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _float(x: float):
@@ -206,7 +201,7 @@ def _decode_tensor(data):
     device = str(data["device"])
     if "bytes" not in data:
         return torch.empty(shape, dtype=dtype, device=device)
-    raw = bytearray(base64.b64decode(data["bytes"]))
+    raw = bytearray(_unb64(data["bytes"]))
     if not raw:
         t = torch.empty(shape, dtype=dtype)
     else:
@@ -234,7 +229,7 @@ def _decode_ndarray(data):
     dtype = np.dtype(str(data["dtype"]))
     if dtype.kind not in "biufc":
         raise ValueError(f"not a numeric dtype: {dtype}")
-    raw = base64.b64decode(data["bytes"])
+    raw = _unb64(data["bytes"])
     return np.frombuffer(raw, dtype=dtype).reshape([int(s) for s in data["shape"]]).copy()
 
 
@@ -244,6 +239,202 @@ def _dtype(name):
     if not isinstance(dtype, torch.dtype):
         raise ValueError(f"not a torch dtype: {name!r}")
     return dtype
+
+
+def _b64(raw: bytes) -> str:
+    if len(raw) > MAX_BYTES:
+        raise Unencodable(f"{len(raw)} bytes is more than {MAX_BYTES}")
+    return base64.b64encode(raw).decode()
+
+
+def _unb64(text) -> bytes:
+    raw = base64.b64decode(str(text), validate=True)
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"{len(raw)} bytes is more than {MAX_BYTES}")
+    return raw
+
+
+# -- modules ---------------------------------------------------------------------------
+def _attrs(*names):
+    return lambda m: {n: getattr(m, n) for n in names}
+
+
+def _with_bias(*names):
+    return lambda m: {**{n: getattr(m, n) for n in names}, "bias": m.bias is not None}
+
+
+# The standard layers rebuilt as themselves: how to read each one's constructor arguments.
+# Those with parameters are built on the meta device and then given the sent tensors.
+MODULES = {
+    "Linear": _with_bias("in_features", "out_features"),
+    "Conv1d": _with_bias("in_channels", "out_channels", "kernel_size", "stride", "padding",
+                         "dilation", "groups", "padding_mode"),
+    "Conv2d": _with_bias("in_channels", "out_channels", "kernel_size", "stride", "padding",
+                         "dilation", "groups", "padding_mode"),
+    "BatchNorm1d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
+    "BatchNorm2d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
+    "LayerNorm": _attrs("normalized_shape", "eps", "elementwise_affine"),
+    "Embedding": _attrs("num_embeddings", "embedding_dim", "padding_idx"),
+    "Dropout": _attrs("p"), "Flatten": _attrs("start_dim", "end_dim"),
+    "Softmax": _attrs("dim"), "LogSoftmax": _attrs("dim"),
+    "MaxPool2d": _attrs("kernel_size", "stride", "padding"),
+    "AvgPool2d": _attrs("kernel_size", "stride", "padding"),
+    "ReLU": _attrs(), "GELU": _attrs(), "Tanh": _attrs(), "Sigmoid": _attrs(),
+    "Identity": _attrs(), "Sequential": _attrs(), "ModuleList": _attrs(),
+    "CrossEntropyLoss": _attrs("reduction", "ignore_index", "label_smoothing"),
+    "NLLLoss": _attrs("reduction", "ignore_index"), "MSELoss": _attrs("reduction"),
+    "L1Loss": _attrs("reduction"), "BCEWithLogitsLoss": _attrs("reduction"),
+}
+_ON_META = {"Linear", "Conv1d", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding"}
+
+
+def _module(m, torch, ref, depth):
+    if depth > MAX_DEPTH:
+        raise Unencodable("modules nested too deeply")
+    kind = type(m)
+    standard = kind.__module__.startswith("torch.nn.modules") and kind.__name__ in MODULES
+    data = {"$": "module", "class": f"{kind.__module__}.{kind.__qualname__}",
+            "type": kind.__name__ if standard else None,
+            "training": bool(torch.nn.Module.__getattribute__(m, "training"))}
+    if standard:
+        data["init"] = encode(MODULES[kind.__name__](m), None, depth + 1)
+    get = torch.nn.Module.__getattribute__
+    data["params"] = [[str(name), None if p is None else {
+        "t": _tensor(p, torch), "grad": None if p.grad is None else _tensor(p.grad, torch)}]
+        for name, p in _bounded(dict.items(get(m, "_parameters")), MAX_ITEMS)]
+    data["buffers"] = [[str(name), None if b is None else _tensor(b, torch)]
+                       for name, b in _bounded(dict.items(get(m, "_buffers")), MAX_ITEMS)]
+    data["children"] = [[str(name), _module(child, torch, ref, depth + 1)]
+                        for name, child in _bounded(dict.items(get(m, "_modules")), MAX_ITEMS)
+                        if child is not None]
+    return data
+
+
+def _foreign_module_class():
+    import torch
+
+    class ForeignModule(torch.nn.Module):
+        """A module the grader cannot rebuild (a class of the student's own): its
+        parameters, buffers and children, without its forward."""
+
+        def __init__(self, class_name: str):
+            super().__init__()
+            self.class_name = class_name
+
+        def extra_repr(self) -> str:
+            return f"was {self.class_name}"
+
+    return ForeignModule
+
+
+def _decode_module(data, depth: int):
+    import torch
+
+    if depth > MAX_DEPTH:
+        raise ValueError("modules nested too deeply")
+    kind = data.get("type")
+    if kind is not None:
+        if kind not in MODULES:
+            raise ValueError(f"not a standard module: {kind!r}")
+        init = decode(data.get("init") or {"$": "dict", "v": []})
+        if type(init) is not dict or not all(type(k) is str for k in init):
+            raise ValueError("a module's arguments must be named")
+        if kind in _ON_META:
+            init["device"] = "meta"
+        m = getattr(torch.nn, kind)(**init)
+    else:
+        m = _foreign_module_class()(str(data.get("class", "a module"))[:200])
+    _load_state(m, data, depth, torch)
+    return m
+
+
+def _load_state(m, data, depth: int, torch) -> None:
+    """Give module ``m`` the parameters, buffers, children and mode that ``data`` holds."""
+    for name, p in data.get("params", []):
+        name = _member_name(name)
+        if p is None:
+            m._parameters[name] = None
+            continue
+        tensor = _decode_tensor(p["t"])
+        param = torch.nn.Parameter(tensor.detach(), requires_grad=tensor.requires_grad)
+        if p.get("grad") is not None:
+            param.grad = _decode_tensor(p["grad"])
+        m._parameters[name] = param
+    for name, b in data.get("buffers", []):
+        m._buffers[_member_name(name)] = None if b is None else _decode_tensor(b)
+    for name, child in data.get("children", []):
+        name = _member_name(name)
+        existing = m._modules.get(name)
+        if existing is not None and _same_kind(existing, child):
+            _load_state(existing, child, depth + 1, torch)
+        else:
+            m._modules[name] = _decode_module(child, depth + 1)
+    torch.nn.Module.train(m, bool(data.get("training", True)))
+
+
+def _same_kind(module, data) -> bool:
+    return type(module).__name__ == (data.get("type") or "ForeignModule")
+
+
+def _member_name(name) -> str:
+    name = str(name)
+    if not name or "." in name or len(name) > 200:
+        raise ValueError(f"not a member name: {name[:40]!r}")
+    return name
+
+
+# -- writing a call's effects back --------------------------------------------------------
+def update_in_place(target, data) -> None:
+    """Make ``target`` (an argument the test passed) what ``data`` says it became.
+
+    A student function that changed its argument in place (a tensor filled, a model
+    trained a step, a buffer written) changed the copy in its own kernel; this gives the
+    test's own object the same change.
+    """
+    torch = _torch()
+    if torch is not None and isinstance(target, torch.nn.Module):
+        if type(data) is not dict or data.get("$") != "module":
+            raise ValueError("the module came back as something else")
+        _load_state(target, data, 0, torch)
+        return
+    new = decode(data)
+    if torch is not None and isinstance(target, torch.Tensor):
+        if not isinstance(new, torch.Tensor):
+            raise ValueError("the tensor came back as something else")
+        with torch.no_grad():
+            if (new.shape, new.dtype, new.device) == (target.shape, target.dtype, target.device):
+                target.copy_(new)
+            else:
+                target.data = new
+    elif isinstance(target, list) and type(new) is list:
+        target[:] = new
+    elif isinstance(target, dict) and type(new) is dict:
+        target.clear()
+        target.update(new)
+    elif isinstance(target, bytearray) and type(new) is bytes:
+        target[:] = new
+    elif isinstance(target, io.BytesIO) and isinstance(new, io.BytesIO):
+        target.seek(0)
+        target.truncate()
+        target.write(new.getvalue())
+        target.seek(new.tell())
+    else:
+        np = _numpy()
+        if np is not None and isinstance(target, np.ndarray) and isinstance(new, np.ndarray) \
+                and new.shape == target.shape and new.dtype == target.dtype:
+            np.copyto(target, new)
+        else:
+            raise ValueError(f"cannot update a {type(target).__name__} in place")
+
+
+def mutable(value) -> bool:
+    """Whether a call could change ``value`` in place (so its state is sent back)."""
+    if isinstance(value, (list, dict, bytearray, io.BytesIO)):
+        return True
+    torch, np = _torch(), _numpy()
+    if torch is not None and isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return True
+    return np is not None and isinstance(value, np.ndarray)
 
 
 def _hashable(key):

@@ -9,7 +9,7 @@ from pathlib import Path
 from autograder.config import grading_config
 from autograder.fates import FATES
 
-REPORT_FIELDS = ("student_id", "fate", "score", "max_score", "details", "flags", "zeroed",
+REPORT_FIELDS = ("student_id", "fate", "score", "max_score", "details",
                  "this_run", "seconds")
 
 
@@ -34,7 +34,7 @@ def write_report(outcomes: list[dict], folder: Path) -> tuple[Path, Path]:
         writer = csv.DictWriter(f, REPORT_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for o in outcomes:
-            writer.writerow({**o, **{k: "; ".join(o.get(k) or []) for k in ("details", "flags", "zeroed")}})
+            writer.writerow({**o, "details": "; ".join(o.get("details") or [])})
     return json_path, csv_path
 
 
@@ -45,7 +45,7 @@ def summary_table(outcomes: list[dict]) -> str:
         score = "" if o.get("score") is None else f"{o['score']:g}"
         if o.get("max_score"):
             score += f"/{o['max_score']:g}"
-        note = "; ".join((o.get("flags") or []) + (o.get("details") or []))
+        note = "; ".join(o.get("details") or [])
         rows.append((o["student_id"], o["fate"], score, note[:70]))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]

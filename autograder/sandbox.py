@@ -1,23 +1,38 @@
-"""Where a student kernel runs: a bubblewrap sandbox with resource limits.
+"""Where every grading kernel runs: a bubblewrap sandbox with limits that hold.
 
-The sandbox is an allow-list: the system (/usr, /etc, ...), the Python installation, the
-virtual environment and the course's public package sources are bound read-only; the
-submission's work folder and the kernel's runtime folder (connection file and ``ipc``
-sockets) are the only writable paths. The course folder (source/, gradebook.db, other
-students' work), the nbgrader exchange and the instructor's home are simply absent.
-There is no network namespace to reach: the kernel talks to jupyter_client over Unix
-sockets in its runtime folder.
+Threat model: the code inside is hostile (a student's notebook), or handles hostile data
+(the trusted test kernel decoding a student's answers). The sandbox is an allow-list:
 
-Inside, ``autograder.kernel_entry`` sets the rlimits and drops root to ``uid`` before
-any student code runs, because the kernel does not enforce RLIMIT_NPROC for root, and a
-fork bomb must be stopped. Each parallel grading slot gets its own uid, so one
-submission's processes never count against another's. Run by an ordinary user, there is
-no uid to drop to: each kernel gets its own user namespace instead (``--unshare-user``),
-where Linux (5.14+) counts RLIMIT_NPROC per namespace and enforces it, since a process
-there holds no capability in the initial namespace.
+- read-only: the system (/usr, /etc, ...), the Python installation, the virtual
+  environment, the course's public packages, and one **staging** folder that the host
+  filled with regular files only (the submission's own files for a student kernel, the
+  instructor's data files for the test kernel);
+- writable: a size-limited tmpfs at /tmp (the kernel's working folder is /tmp/work,
+  filled from the staging folder at start), a size-limited tmpfs at /dev/shm, and the
+  kernel's runtime folder, which holds only its ipc sockets;
+- absent: the course folder (source/, the gradebook, other students' work), the
+  nbgrader exchange, the instructor's home, the network.
+
+Nothing the kernel writes is ever read back by the host as a file: the kernel's only
+output is Jupyter messages. Its tmpfs pages count against the memory limit (the
+watchdog adds them to the process tree's resident memory), and the tmpfs sizes are the
+disk quota.
+
+Identity and limits:
+- Run as root, bubblewrap binds as root, and ``autograder.kernel_entry`` drops to the
+  slot's own uid before anything else runs, so each kernel's processes count against
+  their own RLIMIT_NPROC (never enforced for root). Where user namespaces are allowed it
+  then enters a second, unprivileged bubblewrap (``--unshare-user --disable-userns``), so
+  the kernel can never make a user namespace of its own; where they are refused, that
+  uid cannot make one either.
+- Run as an ordinary user, one bubblewrap gives the kernel its own user namespace and
+  forbids further ones; Linux (5.14+) counts RLIMIT_NPROC per user namespace and uid.
+- Run as an ordinary user without user namespaces, there is no safe sandbox:
+  ``course-grade`` refuses and says why.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import platform
@@ -32,11 +47,11 @@ from traitlets.config import Configurable
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Public packages the notebooks import; editable installs point outside the venv.
 PUBLIC_PACKAGES = ("gpucourse", "autograder")
-
-
-# Since Linux 5.14 RLIMIT_NPROC counts processes per user namespace (ucounts): before,
-# it counted all of the instructor's own processes, and could not stop a fork bomb.
-MIN_KERNEL_UNPRIVILEGED = (5, 14)
+# Inside the sandbox.
+WORK_DIR = "/tmp/work"
+STAGING_DIR = "/staging"
+# Since Linux 5.14 RLIMIT_NPROC counts processes per user namespace (ucounts).
+MIN_KERNEL_USERNS = (5, 14)
 
 
 def unprivileged() -> bool:
@@ -44,27 +59,53 @@ def unprivileged() -> bool:
     return os.geteuid() != 0
 
 
-def unprivileged_problem(bwrap: str) -> str | None:
-    """Why sandboxing without root cannot work here, or None when it can."""
-    release = platform.release()
+def _kernel_version() -> tuple[int, int]:
     try:
-        version = tuple(int(part) for part in release.split("-")[0].split(".")[:2])
+        return tuple(int(p) for p in platform.release().split("-")[0].split(".")[:2])
     except ValueError:
-        version = (0, 0)
-    if version < MIN_KERNEL_UNPRIVILEGED:
-        return (f"without root, the process limit needs Linux 5.14 or later (this is "
-                f"{release})")
-    probe = subprocess.run([bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"],
-                           capture_output=True, text=True)
+        return (0, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def userns_problem(bwrap: str, uid: int = -1) -> str | None:
+    """Why kernels cannot get their own user namespace here, or None when they can.
+
+    ``uid`` >= 0 (grading as root): the probe runs as that uid, as the kernels will.
+    """
+    if _kernel_version() < MIN_KERNEL_USERNS:
+        return f"the process limit per kernel needs Linux 5.14 or later (this is {platform.release()})"
+    prefix = _setpriv(uid) if uid >= 0 else []
+    try:
+        probe = subprocess.run(prefix + [bwrap, "--unshare-user", "--disable-userns",
+                                         "--ro-bind", "/", "/", "true"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not be started ({exc})"
     if probe.returncode != 0:
-        return ("without root, bubblewrap needs unprivileged user namespaces, and this "
-                f"system refuses them ({probe.stderr.strip() or probe.returncode}); on "
-                "Ubuntu 24.04+ see kernel.apparmor_restrict_unprivileged_userns")
+        return ("bubblewrap cannot give kernels their own user namespace here "
+                f"({probe.stderr.strip() or probe.returncode}); on Ubuntu 24.04+ see "
+                "kernel.apparmor_restrict_unprivileged_userns")
     return None
 
 
+def unprivileged_problem(bwrap: str) -> str | None:
+    """Why sandboxing without root cannot work here, or None when it can."""
+    return userns_problem(bwrap)
+
+
+def _setpriv(uid: int) -> list[str]:
+    setpriv = shutil.which("setpriv") or "setpriv"
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+
+
+def nested_argv(bwrap: str) -> list[str]:
+    """The second, unprivileged bubblewrap: a user namespace that allows no other."""
+    return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
+            "--die-with-parent", "--"]
+
+
 class Sandbox(Configurable):
-    """Limits and isolation for every student kernel (set in nbgrader_config.py)."""
+    """Limits and isolation for every grading kernel (set in nbgrader_config.py)."""
 
     cpu_seconds = Integer(
         300, help="CPU seconds a kernel may use in all (RLIMIT_CPU); then it is killed."
@@ -74,8 +115,9 @@ class Sandbox(Configurable):
     ).tag(config=True)
     memory_mb = Integer(
         4096,
-        help="Resident memory (MB) of the kernel's whole process tree; above it the tree "
-        "is killed. Also set as RLIMIT_AS per process unless address_space_limit is False.",
+        help="Memory (MB) of the kernel: its process tree's resident memory plus what it "
+        "keeps in its tmpfs folders. Above it the tree is killed. Also set as RLIMIT_AS "
+        "per process unless address_space_limit is False.",
     ).tag(config=True)
     address_space_limit = Bool(
         True,
@@ -83,21 +125,31 @@ class Sandbox(Configurable):
         "stops a fast allocation before the watchdog sees it. CUDA reserves huge virtual "
         "ranges and fails under RLIMIT_AS: set this False to grade on a GPU.",
     ).tag(config=True)
+    disk_mb = Integer(
+        512, help="Size (MB) of the kernel's writable /tmp, its working folder included: "
+        "its disk quota. Counted in memory_mb while used."
+    ).tag(config=True)
+    shm_mb = Integer(
+        256, help="Size (MB) of the kernel's /dev/shm (DataLoader workers share tensors "
+        "there). Counted in memory_mb while used."
+    ).tag(config=True)
     max_processes = Integer(
         256,
-        help="Processes and threads the kernel's uid may have (RLIMIT_NPROC); stops fork bombs.",
+        help="Processes and threads the kernel may have (RLIMIT_NPROC); stops fork bombs.",
     ).tag(config=True)
     max_output_mb = Integer(
-        2, help="Output (MB) kept from one notebook's run; the rest is dropped with a note."
+        2, help="Output (MB) kept from one notebook's run, on every path (streams, "
+        "displays, display updates, errors, widget messages); the rest is dropped."
+    ).tag(config=True)
+    max_message_mb = Integer(
+        64, help="Largest single message (MB) the grader accepts from a kernel; a bigger "
+        "one cuts that kernel off."
     ).tag(config=True)
     max_file_mb = Integer(
         200, help="Largest file (MB) a kernel may write (RLIMIT_FSIZE)."
     ).tag(config=True)
     uid_base = Integer(
-        61000, help="Kernels run as uid uid_base + slot (one uid per parallel slot)."
-    ).tag(config=True)
-    audit_hooks = Bool(
-        True, help="Install autograder.audit's hooks in each kernel (when that module exists)."
+        61000, help="As root, kernels run as uid uid_base + slot (one uid per kernel slot)."
     ).tag(config=True)
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)
     extra_ro_binds = List(
@@ -116,18 +168,33 @@ class Sandbox(Configurable):
             "address_space_mb": self.memory_mb * 2 if self.address_space_limit else 0,
             "max_processes": self.max_processes,
             "max_file_mb": self.max_file_mb,
-            "audit_hooks": self.audit_hooks,
         }
 
-    def argv(self, work_dir: Path, rw_paths: list[Path], uid: int | None) -> list[str]:
+    def command(self, staging: Path, runtime_dir: Path, uid: int) -> tuple[list[str], dict]:
+        """The command up to the kernel's own, and what kernel_entry must still do.
+
+        ``uid`` >= 0 (root): bubblewrap runs as root, so that it can bind what only root
+        may read, and kernel_entry drops to ``uid`` and then, where user namespaces are
+        allowed, enters a second, unprivileged bubblewrap that gives the kernel its own
+        user namespace and forbids further ones. ``uid`` < 0 (an ordinary user): one
+        bubblewrap does both.
+        """
+        bwrap = self.bwrap_path() or self.bwrap
+        if uid < 0:
+            return self.argv(staging, runtime_dir, userns=True), {}
+        steps = {"uid": uid}
+        if userns_problem(bwrap, uid) is None:
+            steps["nest"] = bwrap
+        return self.argv(staging, runtime_dir, userns=False), steps
+
+    def argv(self, staging: Path, runtime_dir: Path, userns: bool = True) -> list[str]:
         """bwrap's arguments up to and including the ``--`` before the kernel command."""
         args = [self.bwrap_path() or self.bwrap]
         made: set[str] = set()
 
         def parents(path: str) -> None:
             # bwrap creates missing mount points 0700; a dropped uid could not pass them.
-            parts = Path(path).parents
-            for parent in reversed(list(parts)[:-1]):
+            for parent in reversed(list(Path(path).parents)[:-1]):
                 p = str(parent)
                 if p not in made and p != "/tmp":
                     made.add(p)
@@ -139,21 +206,18 @@ class Sandbox(Configurable):
             elif os.path.isdir(d):
                 args.extend(["--ro-bind", d, d])
         args.extend(["--proc", "/proc", "--dev", "/dev"])
-        args.extend(["--perms", "1777", "--tmpfs", "/tmp"])
-        args.extend(["--perms", "1777", "--tmpfs", "/dev/shm"])
+        mb = 1_000_000
+        args.extend(["--size", str(self.disk_mb * mb), "--perms", "1777", "--tmpfs", "/tmp"])
+        args.extend(["--size", str(self.shm_mb * mb), "--perms", "1777", "--tmpfs", "/dev/shm"])
         for path in self._runtime_paths() + list(self.extra_ro_binds):
             parents(path)
             args.extend(["--ro-bind", path, path])
-        for path in [work_dir, *rw_paths]:
-            parents(str(path))
-            args.extend(["--bind", str(path), str(path)])
-        args.extend(["--chdir", str(work_dir)])
-        if unprivileged():
-            # Without root there is no uid to drop to; the kernel gets its own user
-            # namespace instead, in which RLIMIT_NPROC counts only its own processes.
-            args.append("--unshare-user")
-        # As root, not --unshare-all: it adds a user namespace in which only root is
-        # mapped, and then the kernel could not drop to its own uid.
+        args.extend(["--ro-bind", str(staging), STAGING_DIR])
+        parents(str(runtime_dir))
+        args.extend(["--bind", str(runtime_dir), str(runtime_dir)])
+        args.extend(["--chdir", "/tmp"])
+        if userns:
+            args.extend(["--unshare-user", "--disable-userns"])
         args.extend(["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                      "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                      "--hostname", "sandbox"])
@@ -168,9 +232,8 @@ class Sandbox(Configurable):
                 if not location.startswith((sys.prefix, sys.base_prefix)):
                     paths.add(location)
         # A bind nested in another would be shadowed or redundant: keep the outermost.
-        ordered = sorted(paths, key=len)
         kept: list[str] = []
-        for p in ordered:
+        for p in sorted(paths, key=len):
             if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
                 kept.append(p)
         return [p for p in kept if not p.startswith(SYSTEM_DIRS)]

@@ -1,0 +1,90 @@
+"""The bridge's messages: how the test kernel asks the student's kernel for answers.
+
+Three processes take part, and this module is the only one that knows the messages'
+shape (values inside them are ``autograder.plaindata``'s):
+
+    test kernel (trusted) --request--> grader (host) --request--> student's kernel
+    test kernel <--reply-- grader <--reply-- student's kernel
+
+- The test kernel sends a request as the prompt of a Jupyter ``input_request`` (the
+  stdin channel, the protocol's own way for a running cell to ask its client) and reads
+  the reply as the answer to it.
+- The grader forwards the text to the student's kernel, where ``autograder.student_side``
+  answers it, and forwards the reply back. It parses neither: it only bounds their size
+  and the time they take, and answers ``failed`` itself when the student's kernel cannot.
+- Requests carry only what the tests built (arguments); they never carry an expected
+  value, and the test's source never leaves the test kernel.
+
+Requests::
+
+    {"op": "describe", "names": [name, ...]}
+    {"op": "call", "name": name, "args": [data], "kwargs": [[key, data]]}
+
+Replies::
+
+    {"values": [[name, answer], ...]}   answer: data, or {"$": "function"},
+                                        {"$": "missing"}, {"$": "unreadable", "why": text}
+    {"ok": data, "args": [data or null], "kwargs": [[key, data or null]]}
+                                        (the arguments' state after the call, for those
+                                        a call can change in place; a result that *is*
+                                        an argument is {"$": "arg", "i": i} or
+                                        {"$": "kwarg", "k": key})
+    {"raised": {"type": name, "message": text}}
+    {"unreadable": text}                the result has no plain-data form
+    {"failed": text}                    from the grader: no answer could be had
+"""
+from __future__ import annotations
+
+import json
+
+# What the grader puts in front of a request (the prompt of the input_request), so that
+# an input() a test author forgot can never be mistaken for one.
+PREFIX = "course-grade/1 "
+# Mime type of the student kernel's reply (a display_data output of the bridge call).
+REPLY_MIME = "application/x-course-grade-reply"
+MAX_MESSAGE_CHARS = 200
+
+MISSING = {"$": "missing"}
+FUNCTION = {"$": "function"}
+
+
+def dumps(message: dict) -> str:
+    return json.dumps(message, allow_nan=False, separators=(",", ":"))
+
+
+def loads(text: str) -> dict:
+    message = json.loads(text)
+    if type(message) is not dict:
+        raise ValueError("a bridge message must be a JSON object")
+    return message
+
+
+def describe_request(names: list[str]) -> str:
+    return PREFIX + dumps({"op": "describe", "names": list(names)})
+
+
+def call_request(name: str, args: list, kwargs: list) -> str:
+    return PREFIX + dumps({"op": "call", "name": name, "args": args, "kwargs": kwargs})
+
+
+def is_request(prompt: str) -> bool:
+    return prompt.startswith(PREFIX)
+
+
+def is_describe(prompt: str) -> bool:
+    """A request that only reads answers (the grader relays requests unparsed; this looks
+    at the test kernel's own, trusted, prefix)."""
+    return prompt.startswith(PREFIX + '{"op":"describe"')
+
+
+def request_body(prompt: str) -> dict:
+    return loads(prompt[len(PREFIX):])
+
+
+def failed(why: str) -> str:
+    return dumps({"failed": why[:MAX_MESSAGE_CHARS * 2]})
+
+
+def message_text(text) -> str:
+    """A message from the student's side, as one bounded line of text."""
+    return " ".join(str(text).split())[:MAX_MESSAGE_CHARS]

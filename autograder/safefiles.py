@@ -1,0 +1,121 @@
+"""Reading files that someone else could have shaped: never through a link, never a
+FIFO or a device, never without a size bound.
+
+Submissions, zip entries, exchange folders and staged copies are all read through here.
+A path is opened with ``O_NOFOLLOW | O_NONBLOCK`` relative to a folder that was itself
+opened without following links, and must then be a regular file (``fstat``): a link
+planted in its place is refused, a FIFO cannot hang the batch, and a file larger than the
+bound is refused before it is read.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+MAX_DEPTH = 8
+
+
+class Unsafe(Exception):
+    """Not a regular file we may read (a link, a FIFO, too large...); says which and why."""
+
+
+def read_bytes(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file, refusing links, non-regular files and files over ``limit``."""
+    try:
+        fd = os.open(path, FLAGS)
+    except OSError as exc:
+        if exc.errno in (40, 20):  # ELOOP: a link; ENOTDIR: a link above it
+            raise Unsafe(f"{Path(path).name} is a link") from None
+        raise Unsafe(f"{Path(path).name} cannot be read ({exc.strerror})") from None
+    return _read_fd(fd, Path(path).name, limit)
+
+
+def _read_fd(fd: int, name: str, limit: int) -> bytes:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unsafe(f"{name} is not a regular file")
+        if info.st_size > limit:
+            raise Unsafe(f"{name} is larger than {limit // 1000} kB")
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise Unsafe(f"{name} is larger than {limit // 1000} kB")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def regular_files(folder: Path, limit_each: int, limit_total: int,
+                  skip=lambda rel: False) -> tuple[dict[str, bytes], list[str]]:
+    """Every regular file under ``folder`` (relative path -> bytes), and what was refused.
+
+    Links, FIFOs, devices and sockets are refused and named, never followed or opened;
+    so are files over ``limit_each`` and whatever passes ``limit_total``.
+    """
+    files: dict[str, bytes] = {}
+    refused: list[str] = []
+    total = 0
+
+    def walk(dir_fd: int, rel: str, depth: int) -> None:
+        nonlocal total
+        for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
+            path = f"{rel}{entry.name}"
+            if skip(path):
+                continue
+            if entry.is_symlink():
+                refused.append(f"{path} is a link")
+            elif entry.is_dir(follow_symlinks=False):
+                if depth >= MAX_DEPTH:
+                    refused.append(f"{path}: folders nested too deeply")
+                    continue
+                sub = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
+                try:
+                    walk(sub, path + "/", depth + 1)
+                finally:
+                    os.close(sub)
+            elif entry.is_file(follow_symlinks=False):
+                try:
+                    data = _read_fd(os.open(entry.name, FLAGS, dir_fd=dir_fd), path, limit_each)
+                except (Unsafe, OSError) as exc:
+                    refused.append(str(exc))
+                    continue
+                total += len(data)
+                if total > limit_total:
+                    refused.append(f"{path}: the files pass {limit_total // 1000} kB in all")
+                    continue
+                files[path] = data
+            else:
+                refused.append(f"{path} is not a regular file")
+
+    try:
+        top = os.open(folder, DIR_FLAGS)
+    except OSError as exc:
+        raise Unsafe(f"{Path(folder).name} is not a folder we may read ({exc.strerror})") from None
+    try:
+        walk(top, "", 0)
+    finally:
+        os.close(top)
+    return files, refused
+
+
+def write_tree(dest: Path, files: dict[str, bytes], mode: int = 0o644) -> None:
+    """Write files into ``dest``, a folder this process just made (nobody else has it)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    dest.chmod(0o755)
+    for rel, data in files.items():
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(dest).parents:
+            (dest / parent).chmod(0o755)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)

@@ -1,0 +1,84 @@
+"""Runs in the student's kernel: answers the bridge's requests (``autograder.protocol``).
+
+This is trusted code in an untrusted process. The student's notebook ran here first and
+may have replaced any of it; that is fine, because everything this module can send is a
+reply of plain data, which the test kernel decodes into values of its own. A replaced
+``serve`` can only state answers, and stating the right answers means knowing them.
+What must hold is the other direction: for an honest notebook, answering changes
+nothing the notebook can see, and never raises.
+"""
+from __future__ import annotations
+
+import builtins
+
+from autograder import plaindata, protocol
+
+
+def serve(shell, prompt: str) -> None:
+    """Answer one request: publish the reply as a display_data of ``REPLY_MIME``."""
+    try:
+        request = protocol.request_body(prompt)
+        if request.get("op") == "describe":
+            reply = describe(shell.user_ns, request["names"])
+        elif request.get("op") == "call":
+            reply = call(shell.user_ns, request)
+        else:
+            reply = {"failed": "unknown request"}
+        text = protocol.dumps(reply)
+    except Exception as exc:  # noqa: BLE001 - the reply says what went wrong
+        text = protocol.dumps({"unreadable": protocol.message_text(
+            f"{type(exc).__name__}: {exc}")})
+    from IPython.display import publish_display_data
+
+    publish_display_data({protocol.REPLY_MIME: text})
+
+
+def describe(namespace: dict, names: list[str]) -> dict:
+    values = []
+    for name in names:
+        if name not in namespace:
+            values.append([name, protocol.MISSING])
+            continue
+        value = namespace[name]
+        try:
+            values.append([name, plaindata.encode(value)])
+        except plaindata.Unencodable as exc:
+            if builtins.callable(value):
+                values.append([name, protocol.FUNCTION])
+            else:
+                values.append([name, {"$": "unreadable", "why": protocol.message_text(exc)}])
+    return {"values": values}
+
+
+def call(namespace: dict, request: dict) -> dict:
+    name = request["name"]
+    function = namespace.get(name)
+    if function is None or not builtins.callable(function):
+        return {"failed": f"`{name}` is not a function in your notebook"}
+    args = [plaindata.decode(a) for a in request["args"]]
+    kwargs = {str(k): plaindata.decode(v) for k, v in request["kwargs"]}
+    try:
+        result = function(*args, **kwargs)
+    except KeyboardInterrupt:
+        return {"raised": {"type": "TimeoutError",
+                           "message": f"{name}(...) was stopped: it took too long"}}
+    except BaseException as exc:  # noqa: BLE001 - the test decides what an error means
+        return {"raised": {"type": type(exc).__name__,
+                           "message": protocol.message_text(exc)}}
+    identities = {id(a): {"$": "arg", "i": i} for i, a in enumerate(args)}
+    identities.update({id(v): {"$": "kwarg", "k": k} for k, v in kwargs.items()})
+    try:
+        data = plaindata.encode(result, ref=lambda v: identities.get(id(v)))
+    except plaindata.Unencodable as exc:
+        return {"unreadable": protocol.message_text(exc)}
+    return {"ok": data, "args": [_after(a) for a in args],
+            "kwargs": [[k, _after(v)] for k, v in kwargs.items()]}
+
+
+def _after(value):
+    if not plaindata.mutable(value):
+        return None
+    try:
+        return plaindata.encode(value)
+    except plaindata.Unencodable:
+        return None

@@ -1,0 +1,233 @@
+"""The trusted test kernel: runs every test cell, hidden tests included, and nothing else.
+
+One sandboxed kernel per grading worker and assignment, kept warm from one submission
+to the next. What makes reuse safe: it runs only the source notebook's own cells and
+``autograder.test_side``, on answers decoded from plain data, so nothing a submission
+sends can take control of it. ``test_side.fresh_start`` begins each submission with an
+empty namespace and a new working folder. It is replaced after ``MAX_USES`` submissions,
+whenever it died, and after any problem; a problem on a reused kernel is retried once on
+a fresh one by the worker, so a worn kernel never costs a student a point.
+
+Everything here raises ``TestKernelProblem`` when the test kernel cannot do its part:
+the submission's test points are then withheld, and its fate says why.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import zmq
+import zmq.asyncio
+from nbformat.v4 import new_output, output_from_msg
+
+from autograder import protocol
+from autograder.kernel import SandboxedKernelManager, kill_tree
+from autograder.sandbox import WORK_DIR
+
+MAX_USES = 20
+STARTUP_TIMEOUT = 60
+OUTPUT_MSGS = ("stream", "display_data", "execute_result", "error")
+_WARM: dict = {}
+
+
+class TestKernelProblem(Exception):
+    """The test kernel could not finish its part; the tests' points are withheld."""
+
+
+def warm(config, staging: Path, uid: int) -> "TestKernel":
+    """This process's test kernel for ``staging`` (the assignment's test files)."""
+    key = (str(staging), uid)
+    if key not in _WARM:
+        _WARM[key] = TestKernel(config, staging, uid)
+    return _WARM[key]
+
+
+def close_all() -> None:
+    for kernel in _WARM.values():
+        kernel.close()
+    _WARM.clear()
+
+
+class TestKernel:
+    def __init__(self, config, staging: Path, uid: int):
+        self.config, self.staging, self.uid = config, Path(staging), uid
+        self.km: SandboxedKernelManager | None = None
+        self.uses = 0
+        self.starts = 0
+        self.folder: Path | None = None
+
+    @property
+    def reused(self) -> bool:
+        return self.km is not None and self.uses > 0
+
+    async def session(self, plan, cell_timeout: float, budget) -> "Session":
+        """Start (or reset) the kernel for one submission."""
+        if self.km is not None and (self.uses >= MAX_USES or not await self.km.is_alive()):
+            self.close()
+        if self.km is None:
+            await self._start()
+        self.uses += 1
+        self.km.restart_wall_clock()
+        session = Session(self, self.km.client(), plan, cell_timeout, budget)
+        session.kc.start_channels()
+        try:
+            await session.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
+            await session.run_trusted(
+                "__import__('autograder.test_side', fromlist=['_']).fresh_start("
+                f"get_ipython(), '/staging', {WORK_DIR!r})", "starting afresh")
+        except TestKernelProblem:
+            session.end()
+            raise
+        except Exception as exc:  # noqa: BLE001
+            session.end()
+            raise TestKernelProblem(f"the test kernel did not answer ({exc})") from None
+        return session
+
+    async def _start(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="cg-test-", dir="/tmp"))
+        self.folder.chmod(0o755)
+        km = SandboxedKernelManager(config=self.config)
+        km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.staging)
+        try:
+            await km.start_kernel()
+        except Exception as exc:  # noqa: BLE001
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
+        self.km, self.uses = km, 0
+        self.starts += 1
+
+    def close(self) -> None:
+        km, self.km = self.km, None
+        if km is not None:
+            km.stop_watching()
+            if km.provisioner is not None and km.provisioner.pid:
+                kill_tree(km.provisioner.pid)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+@dataclass
+class Session:
+    """One submission's use of the test kernel."""
+
+    kernel: TestKernel
+    kc: object
+    plan: object
+    cell_timeout: float
+    budget: object  # execute.OutputBudget, shared with the student's kernel's outputs
+    done: set = field(default_factory=set)
+
+    def end(self) -> None:
+        try:
+            self.kc.stop_channels()
+        except Exception:  # noqa: BLE001 - it goes either way
+            pass
+
+    async def run_test(self, grade_id: str, bridge, fetch: bool = True) -> list:
+        """The outputs of one test cell, run on the student's current answers (fetched
+        again only when the student's kernel may have changed them: ``fetch``)."""
+        for position, code in self.plan.prelude_before(grade_id, self.done):
+            await self.run_trusted(code, f"the instructor's cell {position + 1}")
+            self.done.add(position)
+            fetch = True  # an instructor's cell may have bound an answer name itself
+        if fetch or self.plan.tests_rebind:
+            await self.run_trusted(
+                "__import__('autograder.test_side', fromlist=['_']).bind(globals(), "
+                f"{json.dumps(self.plan.answer_names)})", "reading the answers", bridge)
+        status, outputs = await self.execute(self.plan.tests[grade_id].code, bridge)
+        return outputs
+
+    async def run_trusted(self, code: str, what: str, bridge=None) -> None:
+        """Run code of the grader's or the instructor's, which must not fail."""
+        status, outputs = await self.execute(code, bridge, keep=False)
+        if status != "ok":
+            raise TestKernelProblem(f"{what} failed in the test kernel: {_error_text(outputs)}")
+
+    async def execute(self, code: str, bridge=None, keep: bool = True):
+        """Run one cell; forward its requests to the student's kernel through ``bridge``.
+
+        The cell's own time (not counting the student's functions, which the bridge
+        times) is limited to ``cell_timeout``: past it the test kernel is at fault.
+        """
+        kc = self.kc
+        msg_id = kc.execute(code, silent=False, store_history=False,
+                            allow_stdin=bridge is not None, stop_on_error=False)
+        outputs: list = []
+        reply = None
+        idle = False
+        started = time.monotonic()
+        waited = 0.0  # seconds spent waiting for the student's kernel
+        poller = zmq.asyncio.Poller()
+        channels = {kc.iopub_channel.socket: kc.iopub_channel,
+                    kc.stdin_channel.socket: kc.stdin_channel,
+                    kc.shell_channel.socket: kc.shell_channel}
+        for socket in channels:
+            poller.register(socket, zmq.POLLIN)
+        while not (idle and reply is not None):
+            own = time.monotonic() - started - waited
+            if own > self.cell_timeout:
+                await self._interrupt()
+                raise TestKernelProblem(
+                    f"a test cell ran {self.cell_timeout:g} s in the test kernel without finishing")
+            if not await self.kernel.km.is_alive():
+                raise TestKernelProblem("the test kernel died: "
+                                        + _death(self.kernel.km.events))
+            ready = dict(await poller.poll(timeout=200))
+            for socket, channel in channels.items():
+                if socket not in ready:
+                    continue
+                msg = await channel.get_msg(timeout=0)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind = msg["msg_type"]
+                if channel is kc.shell_channel:
+                    reply = msg["content"]
+                elif channel is kc.stdin_channel:
+                    prompt = str(msg["content"].get("prompt", ""))
+                    if bridge is None or not protocol.is_request(prompt):
+                        kc.input("")
+                        continue
+                    asked = time.monotonic()
+                    kc.input(await bridge.ask(prompt))
+                    waited += time.monotonic() - asked
+                elif kind == "status":
+                    idle = idle or msg["content"].get("execution_state") == "idle"
+                elif kind == "clear_output" and keep:
+                    outputs.clear()
+                elif kind in OUTPUT_MSGS and keep:
+                    self.budget.add(outputs, output_from_msg(msg), len(json.dumps(msg["content"])))
+        status = reply.get("status", "error")
+        if not keep and status == "error":
+            # Not kept: the notebook never shows them. The error still says what failed.
+            return status, [new_output("error", ename=str(reply.get("ename", "")),
+                                       evalue=str(reply.get("evalue", "")), traceback=[])]
+        return status, outputs
+
+    async def _interrupt(self) -> None:
+        try:
+            await self.kernel.km.interrupt_kernel()
+            await asyncio.sleep(1)
+        finally:
+            self.kernel.close()  # never reuse a kernel that hung
+
+
+def _error_text(outputs) -> str:
+    for out in outputs:
+        if out.get("output_type") == "error":
+            return f"{out.get('ename')}: {out.get('evalue')}"[:300]
+    return "no reply"
+
+
+def _death(events: list) -> str:
+    for event in reversed(events):
+        if event["event"] == "memory":
+            return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
+        if event["event"] == "wall":
+            return f"killed after {event['limit_s']} s"
+    return "it exited"

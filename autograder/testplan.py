@@ -1,0 +1,107 @@
+"""What the test kernel runs for an assignment, read from the source notebook.
+
+The source notebook (solutions, visible and hidden tests) is the instructor's and is
+trusted; the student's copy is not, so nothing here ever reads it. From the source:
+
+- the test cells (``grade: true`` and not ``solution``), by grade_id, with their code and
+  points;
+- the instructor's other code cells (set-up, the checks the tests call), which the test
+  kernel runs in the source's order before the first test cell that follows them;
+- the answer names: every name a solution cell binds at its top level, other than
+  imports and the names the instructor's cells bind. Only these are fetched from the
+  student's kernel; everything else a test uses is the test kernel's own.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import nbformat
+
+
+@dataclass
+class TestCell:
+    grade_id: str
+    code: str
+    points: float
+    position: int  # index among the source's code cells
+
+
+@dataclass
+class TestPlan:
+    answer_names: list[str]
+    tests: dict[str, TestCell]
+    prelude: list[tuple[int, str]] = field(default_factory=list)  # (position, code)
+    # A test cell binds an answer name itself: every test must fetch the answers anew.
+    tests_rebind: bool = False
+
+    def prelude_before(self, grade_id: str, done: set[int]) -> list[tuple[int, str]]:
+        """The instructor's cells the test kernel must run before this test, not yet run."""
+        limit = self.tests[grade_id].position
+        return [(p, code) for p, code in self.prelude if p < limit and p not in done]
+
+
+def read(source_path) -> TestPlan:
+    return plan(nbformat.read(str(source_path), as_version=4))
+
+
+def plan(source_nb) -> TestPlan:
+    names: set[str] = set()
+    tests: dict[str, TestCell] = {}
+    prelude: list[tuple[int, str]] = []
+    position = 0
+    for cell in source_nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = nbgrader_meta(cell)
+        if meta.get("solution"):
+            names |= defined_names(cell.source)
+        elif meta.get("grade"):
+            tests[meta["grade_id"]] = TestCell(meta["grade_id"], cell.source,
+                                               float(meta.get("points") or 0), position)
+        elif cell.source.strip():
+            prelude.append((position, cell.source))
+        position += 1
+    # A name the instructor's own cells bind (torch, np, check...) is the test kernel's.
+    for _, code in prelude:
+        names -= defined_names(code)
+    rebind = any(defined_names(t.code) & names for t in tests.values())
+    return TestPlan(sorted(names), tests, prelude, rebind)
+
+
+def nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return dict(meta) if isinstance(meta, dict) else {}
+
+
+def defined_names(source: str) -> set[str]:
+    """Names bound at the top level of a cell (not inside functions or classes)."""
+    tree = _parse(source)
+    if tree is None:
+        return set()
+    names: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return  # a module is not an answer; the test kernel imports its own
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        if isinstance(node, ast.Lambda):
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+def _parse(source: str):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return None
