@@ -74,11 +74,7 @@ c.ImportLimits.max_entries = 20000
 # The exchange's collect copies regular files only and refuses unsafe student ids.
 c.ExchangeFactory.collect = "autograder.importers.SafeExchangeCollect"
 # Feedback never shows hidden tests' code, and nothing in it runs in a browser, even
-# from plain `nbgrader generate_feedback`.
-c.GenerateFeedback.preprocessors = [
-    "autograder.feedback.HideHiddenTests",
-    "nbconvert.preprocessors.sanitize.SanitizeHTML",
-    "nbgrader.preprocessors.GetGrades",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
-c.HTMLExporter.sanitize_html = True
+# from plain `nbgrader generate_feedback` (autograder/feedback.py says how).
+from autograder.feedback import configure_feedback  # noqa: E402
+
+configure_feedback(c)

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
                   "files and network. Use it only for submissions you trust.", file=sys.stderr)
         run_import(args, course)
         outcomes = run_grading(args, course)
-    except InstructorError as exc:
+    except (InstructorError, importers.ImportFailed) as exc:
         print(f"course-grade: {exc}", file=sys.stderr)
         return 2
     grades = course / "grades.csv"
@@ -77,7 +77,7 @@ def run_import(args, course: Path) -> None:
     else:
         return
     for student, _, message in problems:
-        print(f"course-grade: {student}: {message}", file=sys.stderr)
+        print(f"course-grade: {student or 'import'}: {message}", file=sys.stderr)
     importers.record_problems(course, args.assignment, problems)
 
 

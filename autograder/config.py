@@ -42,13 +42,9 @@ def grading_config(course_root: Path) -> Config:
         "autograder.execute.TwoKernelExecute" if _is_execute(p) else p for p in preprocessors
     ]
     # Execute's limits (timeout etc.) are set on nbgrader's Execute; the subclass inherits.
-    feedback = list(config.GenerateFeedback.get("preprocessors") or [])
-    if not (any("HideHiddenTests" in str(p) for p in feedback)
-            and any("SanitizeHTML" in str(p) for p in feedback)):
-        from autograder.feedback import feedback_preprocessors
+    from autograder.feedback import configure_feedback
 
-        config.GenerateFeedback.preprocessors = feedback_preprocessors()
-    config.HTMLExporter.sanitize_html = True
+    configure_feedback(config)  # whatever the course's own file says
     return config
 
 

@@ -25,64 +25,29 @@ every test cell's points withheld (``withheld``), never given.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
 from autograder import protocol, testkernel, testplan
+from autograder.outputs import OutputBudget, content_size, error_output
 from autograder.kernel import SandboxedKernelManager
 from autograder.sandbox import Sandbox
 
-TRUNCATED_NOTE = "\n[course-grade: output over {mb:g} MB dropped]\n"
 INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
 # What the last run in this process recorded: nbgrader creates the preprocessor itself,
 # so this is how the grading worker (one submission at a time) reads it back.
 LAST_RUN: dict = {}
 
 
-def error_output(ename: str, evalue: str) -> NotebookNode:
-    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
-                        traceback=[f"{ename}: {evalue}"])
-
-
 def grade_id(cell) -> str:
     return testplan.nbgrader_meta(cell).get("grade_id", "")
-
-
-class OutputBudget:
-    """The notebook's output allowance, shared by both kernels' outputs."""
-
-    def __init__(self, limit_bytes: int, events: list):
-        self.limit, self.used, self.events = limit_bytes, 0, events
-        self.noted = False
-
-    def allows(self, size: int) -> bool:
-        self.used += size
-        if self.used <= self.limit:
-            return True
-        if not self.noted:
-            self.noted = True
-            self.events.append({"event": "output_truncated", "limit_mb": self.limit / 1e6})
-        return False
-
-    def add(self, outputs: list, output: NotebookNode, size: int) -> None:
-        if self.allows(size):
-            outputs.append(output)
-        else:
-            self.note(outputs)
-
-    def note(self, outputs: list) -> None:
-        """Say once per cell that its output was dropped."""
-        text = TRUNCATED_NOTE.format(mb=self.limit / 1e6)
-        if not any(o.get("text") == text for o in outputs):
-            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
 
 
 class TwoKernelExecute(Execute):
@@ -149,14 +114,24 @@ class TwoKernelExecute(Execute):
             if runs:
                 cell.outputs = [error_output("KernelDied", f"not run: {self._stopped_by}")]
             return
+        where = f"cell {grade_id(cell) or index}"
         try:
             await self.async_execute_cell(cell, index, store_history=True)
             self.answers_changed = True
             if any(o.get("ename") == "MemoryError" for o in cell.get("outputs", [])):
                 self.events.append({"event": "memory_error"})
         except DeadKernelError:
-            self.student_kernel_stopped(f"kernel died in cell {grade_id(cell) or index}")
+            self.student_kernel_stopped(where)
             cell.outputs.append(error_output("KernelDied", self._stopped_by))
+        except CellTimeoutError:
+            # No output came in time: the kernel sent a message over the size limit (which
+            # cuts its output channel for good) or hangs its own output. Either way it
+            # cannot be read any more.
+            limit = Sandbox(config=self.config).max_message_mb
+            self.student_kernel_stopped(where, "its output could not be read (a message "
+                                        f"over {limit} MB, or none in time)")
+            await self.km.shutdown_kernel(now=True)
+            cell.outputs = [error_output("KernelStopped", self._stopped_by)]
 
     async def _run_test(self, session, bridge, cell) -> None:
         if self._stopped_by:
@@ -192,7 +167,7 @@ class TwoKernelExecute(Execute):
     def process_message(self, msg, cell, cell_index):
         kind = msg["msg_type"]
         if kind != "status" and kind not in ("execute_input",):
-            if not self.budget.allows(len(json.dumps(msg["content"]))):
+            if not self.budget.allows(content_size(msg["content"])):
                 if kind in ("stream", "display_data", "execute_result", "error"):
                     self.budget.note(cell.outputs)
                 return None
@@ -204,7 +179,7 @@ class TwoKernelExecute(Execute):
             # nbgrader appends the reply's own error when no output showed it: bounded too.
             reply["traceback"] = [str(line)[:2000] for line in reply.get("traceback", [])[:50]]
             reply["evalue"] = str(reply.get("evalue", ""))[:2000]
-            if not self.budget.allows(len(json.dumps(reply))):
+            if not self.budget.allows(content_size(reply)):
                 reply["traceback"], reply["evalue"] = [], "(dropped: output limit)"
         return super().on_cell_executed(**kwargs)
 

@@ -9,12 +9,18 @@ outputs to pass, or fail with the exception's name and message.
 
 Everything else in the page is the student's: markdown, HTML outputs, SVG, JavaScript,
 widget state. An instructor who opens the page from the Jupyter server would run any
-script in it with the server's origin. So the page is sanitized twice, with nbconvert's
-own parts: the ``SanitizeHTML`` preprocessor (bleach) keeps only safe output types and
-cleans markdown and HTML, and ``HTMLExporter.sanitize_html`` cleans what markdown
-rendering makes (bleach again: no scripts, no event handlers, no ``javascript:`` URLs).
+script in it with the server's origin. So the page is sanitized with nbconvert's own
+parts (bleach): the ``SanitizeHTML`` preprocessor keeps only safe output types and
+cleans HTML outputs and markdown sources; ``HTMLExporter.sanitize_html`` cleans outputs
+as the classic template renders them; and the ``feedback_sanitized`` template (nbgrader's
+feedback page, whose markdown block skips that step) cleans every markdown cell after
+rendering, since markdown makes ``javascript:`` links out of plain text. No scripts, no
+event handlers, no ``javascript:`` URLs survive. ``configure_feedback`` sets all of this,
+nested under ``GenerateFeedback`` so nbgrader's other pages keep their own templates.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
@@ -53,10 +59,23 @@ class HideHiddenTests(ClearHiddenTests):
                              traceback=[f"Test failed. {message}"])]
 
 
-def feedback_preprocessors() -> list:
-    """GenerateFeedback's default list with HideHiddenTests and SanitizeHTML first."""
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def configure_feedback(config) -> None:
+    """Make nbgrader's generate_feedback hide hidden tests and sanitize the page."""
+    import nbgrader
     from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.converters import GenerateFeedback
 
     defaults = list(GenerateFeedback.class_traits()["preprocessors"].default())
-    return [HideHiddenTests, SanitizeHTML, *defaults]
+    config.GenerateFeedback.preprocessors = [HideHiddenTests, SanitizeHTML, *defaults]
+    config.SanitizeHTML.enabled = True
+    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    exporter = config.GenerateFeedback.HTMLExporter
+    exporter.template_name = "feedback_sanitized"
+    exporter.extra_template_basedirs = [str(TEMPLATES), str(formgrader / "templates")]
+    # Where "feedback/index.html.j2" (which ours extends) and nbgrader's CSS are found.
+    exporter.extra_template_paths = [str(formgrader / "templates"), str(
+        formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    exporter.sanitize_html = True

@@ -92,6 +92,7 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     for entry in ledger.entries():  # import problems: no submitted folder to grade
         if entry["student_id"] not in outcomes and all(s != entry["student_id"] for s, _ in to_grade):
             outcomes[entry["student_id"]] = {**entry, "this_run": "import"}
+            _zero_submission(course_root, assignment, entry["student_id"])
     for student in roster(course_root):
         if student not in outcomes and all(s != student for s, _ in to_grade):
             outcomes[student] = fates.Outcome(
@@ -110,10 +111,12 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
 
 
 def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
-    """A submission that cannot be graded scores 0: never an older attempt's grades."""
+    """A submission that cannot be graded scores 0, never an older attempt's grades, and
+    its student is in the gradebook, so grades.csv lists them."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        gb.update_or_create_student(student)
         try:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:

@@ -36,6 +36,10 @@ from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.inbox import expected_notebooks, valid_student_id
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
+
+
+class ImportFailed(Exception):
+    """The whole source cannot be read (not a zip file, no exchange): the instructor's to fix."""
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".zst")
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,127}$")
 
@@ -119,7 +123,7 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
     try:
         archive = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise RuntimeError(f"{Path(zip_path).name} is not a zip file we can read ({exc})") from None
+        raise ImportFailed(f"{Path(zip_path).name} is not a zip file we can read ({exc})") from None
     with archive:
         entries = [e for e in archive.infolist() if not e.is_dir()]
         for number, entry in enumerate(entries):

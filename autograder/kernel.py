@@ -82,7 +82,7 @@ def tmpfs_bytes(pids: list[int]) -> int:
                 continue
             seen = True
             total += (st.f_blocks - st.f_bfree) * st.f_frsize
-        if seen and os.stat(f"/proc/{pid}/root").st_ino != os.stat("/").st_ino:
+        if seen and os.stat(f"/proc/{pid}/root").st_dev != os.stat("/").st_dev:
             return total
     return 0
 
@@ -175,6 +175,7 @@ class SandboxMixin(Configurable):
         self._empty_staging = None
         if not self.staging:
             self._empty_staging = tempfile.mkdtemp(prefix="stage-", dir=root)
+            os.chmod(self._empty_staging, 0o755)
         self.transport = "ipc"
         self.ip = str(sockets / "ipc")
         self.connection_file = str(root / "kernel.json")

@@ -175,7 +175,10 @@ def _bounded(items, n):
 
 
 def _tensor(t, torch):
-    t = torch.Tensor.detach(t)
+    # A subclass's __torch_function__ and properties stay behind: a plain tensor on the
+    # same storage is what gets read.
+    with torch._C.DisableTorchFunctionSubclass():
+        t = torch.Tensor.as_subclass(torch.Tensor.detach(t), torch.Tensor)
     if t.layout != torch.strided:
         raise Unencodable(f"a {t.layout} tensor has no plain-data form")
     n = t.numel()
@@ -356,10 +359,17 @@ def _load_state(m, data, depth: int, torch) -> None:
             m._parameters[name] = None
             continue
         tensor = _decode_tensor(p["t"])
-        param = torch.nn.Parameter(tensor.detach(), requires_grad=tensor.requires_grad)
-        if p.get("grad") is not None:
-            param.grad = _decode_tensor(p["grad"])
-        m._parameters[name] = param
+        grad = None if p.get("grad") is None else _decode_tensor(p["grad"])
+        param = m._parameters.get(name)
+        try:
+            # The same Parameter object (an optimizer of the test's may hold it), new data.
+            with torch.no_grad():
+                param.data = tensor.detach()
+            param.requires_grad_(tensor.requires_grad)
+        except (AttributeError, RuntimeError):  # none yet, or now on another device
+            param = torch.nn.Parameter(tensor.detach(), requires_grad=tensor.requires_grad)
+            m._parameters[name] = param
+        param.grad = grad
     for name, b in data.get("buffers", []):
         m._buffers[_member_name(name)] = None if b is None else _decode_tensor(b)
     for name, child in data.get("children", []):

@@ -24,11 +24,18 @@ _FRESH: dict = {}  # the state a fresh test kernel starts each submission with
 
 
 def ask(prompt: str) -> dict:
-    """Send one request through the grader and return the reply."""
+    """Send one request through the grader and return the reply; a reply that is not a
+    bridge message is the student's kernel's failure to answer, never this kernel's."""
     from IPython import get_ipython
 
-    text = get_ipython().kernel.raw_input(prompt)
-    return protocol.loads(text)
+    return read_reply(get_ipython().kernel.raw_input(prompt))
+
+
+def read_reply(text: str) -> dict:
+    try:
+        return protocol.loads(text)
+    except Exception as exc:  # noqa: BLE001 - malformed, too deep: the student's answer
+        return {"failed": f"your kernel's answer could not be read ({type(exc).__name__})"}
 
 
 class StudentAnswerError(Exception):

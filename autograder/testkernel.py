@@ -26,6 +26,7 @@ import zmq.asyncio
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import protocol
+from autograder.outputs import content_size
 from autograder.kernel import SandboxedKernelManager, kill_tree
 from autograder.sandbox import WORK_DIR
 
@@ -201,7 +202,7 @@ class Session:
                 elif kind == "clear_output" and keep:
                     outputs.clear()
                 elif kind in OUTPUT_MSGS and keep:
-                    self.budget.add(outputs, output_from_msg(msg), len(json.dumps(msg["content"])))
+                    self.budget.add(outputs, output_from_msg(msg), content_size(msg["content"]))
         status = reply.get("status", "error")
         if not keep and status == "error":
             # Not kept: the notebook never shows them. The error still says what failed.

@@ -1,20 +1,22 @@
 """A whole class of gpu_tensors submissions in a temporary course folder.
 
 ``build_course(tmp)`` makes the course (config, source, release, gradebook entry) with
-limits small enough for tests. ``CLASS`` lists the submissions and what grading must make
-of each: honest ones (the solution, the blank release, every common mistake), resource
-abuse and snooping, and the trick submissions of ``tests/hostile/*.py`` (each defines
-``STUDENT_ID``, ``ANSWERS`` or ``transform(nb)``, ``EXPECTED_SCORE``, ``EXPECTED_FATE``,
-``EXPECTED_FLAG``). ``place_class`` delivers them through the three import routes:
-a folder of notebooks, an LMS zip (with a wrongly named and an empty entry) and the
-nbgrader exchange, plus an invalid-JSON notebook. No pytest here: the benchmark uses it.
+limits small enough for tests, and a sentinel file beside it (outside the course) that
+no submission may change. ``full_class()`` lists the submissions and what grading must
+make of each: honest ones (the solution, the blank release, every common mistake),
+resource abuse and snooping, and the trick submissions of ``tests/hostile/*.py`` (see
+``tests/hostile/_common.py``). ``place_class`` delivers them through the three import
+routes: a folder of notebooks, an LMS zip (with a wrongly named and an empty entry) and
+the nbgrader exchange, plus an invalid-JSON notebook; tricks that place files themselves
+get an ``Inbox``. No pytest here: the benchmark uses it.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -68,14 +70,15 @@ class Case:
     student: str
     expected_score: float | None
     expected_fate: str
-    nb: object = None              # NotebookNode, or None for broken inputs
-    expected_flag: str | None = None
-    route: str = "folder"          # folder | zip | exchange
+    nb: object = None              # NotebookNode, or None for broken or placed inputs
+    expected_detail: str | None = None
+    route: str = "folder"          # folder | zip | exchange | placed
+    weakness: int = 0              # the issue-8 weakness a trick attacks (0: not a trick)
 
 
-def _abuse(student: str, code: str, fate: str = "graded", flag: str | None = None) -> Case:
+def _abuse(student: str, code: str, fate: str = "graded", detail: str | None = None) -> Case:
     return Case(student, ABUSE_SCORE, fate, make_submission(RELEASE, {**SOLUTIONS, ABUSED_CELL: code}),
-                flag)
+                detail)
 
 
 def honest_cases() -> list[Case]:
@@ -95,29 +98,43 @@ def abuse_cases() -> list[Case]:
                "killed for memory"),
         # RLIMIT_NPROC stops the forks; the copies' memory then passes the limit.
         _abuse("fork-bomb", "import os\nwhile True:\n    os.fork()", "killed for memory"),
-        _abuse("prints-100mb", "print('x' * 100_000_000)"),
-        _abuse("reads-source", STEAL_SOLUTION, "flagged", "grading files"),
-        _abuse("rewrites-gradebook", REWRITE_GRADEBOOK, "flagged", "grading files"),
-        _abuse("reads-neighbour", COPY_NEIGHBOUR, "flagged"),
-        _abuse("opens-socket", SOCKET, "flagged", "network"),
+        # One message over Sandbox.max_message_mb cuts the kernel's output off for good.
+        _abuse("prints-100mb", "print('x' * 100_000_000)", detail="could not be read"),
+        # The course's files are simply not there, nor is the network: the cell fails.
+        _abuse("reads-source", STEAL_SOLUTION),
+        _abuse("rewrites-gradebook", REWRITE_GRADEBOOK),
+        _abuse("reads-neighbour", COPY_NEIGHBOUR),
+        _abuse("opens-socket", SOCKET),
     ]
 
 
-def hostile_cases() -> list[Case]:
-    """The integrity helper's trick submissions, from tests/hostile/*.py."""
-    cases = []
+def hostile_modules() -> list:
+    """The trick submissions of tests/hostile/*.py, as modules."""
+    modules = []
     for path in sorted((ROOT / "tests" / "hostile").glob("*.py")):
         if path.name.startswith("_"):
             continue
         spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        modules.append(module)
+    return modules
+
+
+def hostile_cases() -> list[Case]:
+    cases = []
+    for module in hostile_modules():
+        weakness = module.WEAKNESS
+        if hasattr(module, "place"):
+            cases += [Case(student, score, fate, route="placed", weakness=weakness)
+                      for student, (score, fate) in module.EXPECTED.items()]
+            continue
         if hasattr(module, "transform"):
             nb = module.transform(make_submission(RELEASE, SOLUTIONS))
         else:
             nb = make_submission(RELEASE, module.ANSWERS)
         cases.append(Case(module.STUDENT_ID, module.EXPECTED_SCORE, module.EXPECTED_FATE, nb,
-                          getattr(module, "EXPECTED_FLAG", None)))
+                          getattr(module, "EXPECTED_DETAIL", None), weakness=weakness))
     return cases
 
 
@@ -150,7 +167,14 @@ def build_course(tmp: Path) -> Path:
     (course / "nbgrader_config.py").write_text(config)
     shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    sentinel(course).write_text("nobody may change this file\n")
+    sentinel(course).chmod(0o600)
     return course
+
+
+def sentinel(course: Path) -> Path:
+    """A file outside the course, beside it, that every trick would like to change."""
+    return course.parent / "sentinel.txt"
 
 
 def nbgrader(course: Path, *args: str) -> None:
@@ -161,14 +185,43 @@ def nbgrader(course: Path, *args: str) -> None:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-3000:]}")
 
 
+@dataclass
+class Inbox:
+    """Where a trick puts its own files (``place(inbox)`` in tests/hostile)."""
+
+    course: Path
+    sentinel: Path
+    zip_entries: list = field(default_factory=list)
+    folder_entries: list = field(default_factory=list)
+    exchange_entries: list = field(default_factory=list)
+
+    def notebook(self, answers=None) -> bytes:
+        return nbformat.writes(make_submission(RELEASE, answers or {})).encode()
+
+    def zip(self, name: str, data: bytes) -> None:
+        self.zip_entries.append((name, data))
+
+    def folder(self, name: str, data: bytes | None = None, files: dict | None = None) -> None:
+        self.folder_entries.append((name, data, files))
+
+    def exchange(self, name: str, files: dict, links: dict | None = None) -> None:
+        self.exchange_entries.append((name, files, links or {}))
+
+
 def place_class(course: Path, tmp: Path, cases: list[Case]) -> dict[str, Path]:
     """Deliver the class: returns the inputs for course-grade (folder and zip)."""
     folder = tmp / "inbox"
     folder.mkdir()
     zip_path = tmp / "lms-download.zip"
     exchange = Path(_exchange_root(course))
+    inbox = Inbox(course, sentinel(course))
+    if any(c.route == "placed" for c in cases):
+        for module in hostile_modules():
+            if hasattr(module, "place"):
+                module.place(inbox)
     with zipfile.ZipFile(zip_path, "w") as zf:
         for case in cases:
+            nb = _with_paths(case.nb, course) if case.nb is not None else None
             if case.student == "bad-json":
                 (folder / "bad-json.ipynb").write_text('{"cells": [ this is not JSON')
             elif case.student == "wrong-name":
@@ -178,12 +231,32 @@ def place_class(course: Path, tmp: Path, cases: list[Case]) -> dict[str, Path]:
                 zf.writestr(f"gpu_tensors_empty-entry_attempt_2024-03-01_{NOTEBOOK}", "")
             elif case.route == "zip":
                 zf.writestr(f"gpu_tensors_{case.student}_attempt_2024-03-01_{NOTEBOOK}",
-                            nbformat.writes(case.nb))
+                            nbformat.writes(nb))
             elif case.route == "exchange":
-                _submit_to_exchange(exchange, case)
-            else:
-                nbformat.write(case.nb, folder / f"{case.student}.ipynb")
+                _submit_to_exchange(exchange, case.student, {NOTEBOOK: nbformat.writes(nb).encode()})
+            elif case.route == "folder":
+                nbformat.write(nb, folder / f"{case.student}.ipynb")
+        for name, data in inbox.zip_entries:
+            zf.writestr(zipfile.ZipInfo(name, (2024, 3, 1, 0, 0, 0)), data)
+    for name, data, files in inbox.folder_entries:
+        if files is None:
+            (folder / name).write_bytes(data)
+        else:
+            (folder / name).mkdir()
+            for file, content in files.items():
+                (folder / name / file).write_bytes(content)
+    for name, files, links in inbox.exchange_entries:
+        _exchange_folder(exchange, course, name, files, links)
     return {"folder": folder, "zip": zip_path}
+
+
+def _with_paths(nb, course: Path):
+    """Put the real paths into a trick's code, as a student who guessed them would."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        cell.source = cell.source.replace("@SENTINEL@", str(sentinel(course))).replace(
+            "@COURSE@", str(course))
+    return nb
 
 
 def _exchange_root(course: Path) -> str:
@@ -192,14 +265,22 @@ def _exchange_root(course: Path) -> str:
     return load_course_config(course).Exchange.root
 
 
-def _submit_to_exchange(exchange: Path, case: Case) -> None:
+def _submit_to_exchange(exchange: Path, student: str, files: dict) -> None:
+    stamp = "2024-03-01 10:00:00.000000 UTC"
+    _exchange_folder(exchange, exchange.parent / "course",
+                     f"{student}+{ASSIGNMENT}+{stamp}+abc123", files, {})
+
+
+def _exchange_folder(exchange: Path, course: Path, name: str, files: dict, links: dict) -> None:
     from autograder.config import load_course_config
 
-    course_id = load_course_config(exchange.parent / "course").CourseDirectory.course_id
+    course_id = load_course_config(course).CourseDirectory.course_id
     inbound = exchange / course_id / "inbound"
     inbound.mkdir(parents=True, exist_ok=True)
-    stamp = "2024-03-01 10:00:00.000000 UTC"
-    dest = inbound / f"{case.student}+{ASSIGNMENT}+{stamp}+abc123"
+    dest = inbound / name
     dest.mkdir()
-    nbformat.write(case.nb, dest / NOTEBOOK)
-    (dest / "timestamp.txt").write_text(stamp)
+    for file, content in files.items():
+        (dest / file).write_bytes(content)
+    (dest / "timestamp.txt").write_text(name.split("+")[2] if name.count("+") >= 3 else "")
+    for file, target in links.items():
+        os.symlink(target, dest / file)

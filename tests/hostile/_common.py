@@ -1,14 +1,42 @@
 """Shared by the trick submissions in this folder (files starting with _ are not cases).
 
-Every trick sits in the first answer cell, after a correct prepare_batch, so it runs
-before every test. The rest of the notebook is the "seconds" mistake (the worked example
-in seconds, which fails test_q4_copy_ms and test_q4_gpu_route): an honest student with
-these answers scores HONEST_SCORE, and a trick that gains nothing scores at most that.
+A case is one trick, as a student who wants points would try it. Each file says which
+weakness of issue 8 it attacks (``WEAKNESS``, 1-9, see ``WEAKNESSES``) and either
+
+- is a notebook: ``STUDENT_ID``, ``ANSWERS`` (answer cell -> code) or ``transform(nb)``,
+  ``EXPECTED_SCORE``, ``EXPECTED_FATE`` and, optionally, ``EXPECTED_DETAIL`` (words the
+  report's details must hold); or
+- places files itself: ``place(inbox)`` (an LMS zip entry, an inbox folder entry, an
+  nbgrader exchange folder; see ``tests.class_fixture.Inbox``) and ``EXPECTED``
+  (student -> (score, fate)).
+
+What every case must not achieve is asserted for the whole class at once
+(``tests/test_pipeline.py``): source/, release/, the gradebook's assignment tables,
+other students' files and a sentinel file outside the course stay byte-identical, the
+batch completes, no feedback page carries a script or a hidden test.
+
+Notebook tricks sit in the first answer cell, after a correct prepare_batch, so they run
+before every test; the rest of the notebook is the "seconds" mistake (the worked example
+in seconds, which fails test_q4_copy_ms and test_q4_gpu_route). An honest student with
+these answers scores HONEST_SCORE; a trick that gains nothing scores at most that.
+Code may name ``@SENTINEL@`` and ``@COURSE@``: the class fixture puts in the real paths
+of a file outside the course and of the course folder, as a student who guessed them would.
 """
 from tests.submissions import MISTAKES, SOLUTIONS
 
 BASE = MISTAKES["seconds"].answers
 HONEST_SCORE = MISTAKES["seconds"].score
+WEAKNESSES = {
+    1: "host code follows what the kernel left in its folder",
+    2: "hidden tests visible inside the student's kernel",
+    3: "the student controls the answer record",
+    4: "the review fails open",
+    5: "limits that do not hold",
+    6: "imports can be hijacked",
+    7: "feedback HTML carries the student's script",
+    8: "hidden-test source printed into the student's own feedback",
+    9: "forged nbgrader metadata; nested user namespaces",
+}
 
 
 def with_trick(trick: str, cell: str = "q1_prepare_batch", base=None) -> dict:

@@ -1,6 +1,7 @@
 """An AST transformer that deletes every check(...) and assert from later cells."""
 from tests.hostile._common import HONEST_SCORE, with_trick
 
+WEAKNESS = 2
 STUDENT_ID = "trick-ast-transformer"
 ANSWERS = with_trick('''
 import ast as _ast
@@ -17,8 +18,6 @@ class _NoChecks(_ast.NodeTransformer):
 
 get_ipython().ast_transformers.append(_NoChecks())
 ''')
-# Where a test calls the function inside check(...) (size_mb, race_ticks, fewest_gpu_steps:
-# 6 points), deleting the check deleted the call, so no answer was recorded for it.
-EXPECTED_SCORE = HONEST_SCORE - 6
-EXPECTED_FATE = "flagged"
-EXPECTED_FLAG = "ast_transformers"
+# The transformer only ever sees the student's own cells: the tests run elsewhere.
+EXPECTED_SCORE = HONEST_SCORE
+EXPECTED_FATE = "graded"

@@ -2,10 +2,13 @@
 from tests.hostile._common import BASE, HONEST_SCORE
 from tests.submissions import make_submission, with_cell_source, without_cell
 
+WEAKNESS = 2
 STUDENT_ID = "trick-edits-test-cells"
+
+# nbgrader puts every test cell back from the gradebook; the test kernel runs the
+# source's own test cells anyway.
 EXPECTED_SCORE = HONEST_SCORE
-EXPECTED_FATE = "flagged"
-EXPECTED_FLAG = "test cell"
+EXPECTED_FATE = "graded"
 
 
 def transform(nb):

@@ -2,6 +2,7 @@
 from tests.hostile._common import SOLUTIONS, with_trick
 from tests.submissions import POINTS
 
+WEAKNESS = 3
 STUDENT_ID = "trick-lying-values"
 ANSWERS = with_trick('''
 class _Equal(int):
@@ -18,8 +19,8 @@ class _Anything:
 ANSWERS["q3_ticks"] = ("cpu_ticks_3 = _Equal(1)\ngpu_ticks_3 = _Equal(1)\nwinner_3 = _Anything()\n"
                        "cpu_ticks_2 = _Equal(1)\ngpu_ticks_2 = _Equal(1)")
 ANSWERS["q4_worked_example"] = SOLUTIONS["q4_worked_example"]
-# In the clean room the ints are the 1s they really are and winner_3 has no plain form:
-# both tests of q3_ticks fail, as they would for an honest wrong answer.
+# The test kernel gets the ints as the 1s they really are, and winner_3, which has no
+# plain form, as an answer that equals nothing: both tests of q3_ticks fail, as they
+# would for an honest wrong answer.
 EXPECTED_SCORE = sum(POINTS.values()) - POINTS["test_q3_ticks_form"] - POINTS["test_q3_ticks"]
-EXPECTED_FATE = "flagged"
-EXPECTED_FLAG = "__eq__"
+EXPECTED_FATE = "graded"

@@ -1,6 +1,7 @@
 """Replaces the shell's run_cell_async so that every test cell runs as `pass`."""
-from tests.hostile._common import with_trick
+from tests.hostile._common import HONEST_SCORE, with_trick
 
+WEAKNESS = 2
 STUDENT_ID = "trick-replaces-run-cell"
 ANSWERS = with_trick('''
 _shell = get_ipython()
@@ -13,7 +14,6 @@ async def _run_cell_async(raw_cell, *args, **kwargs):
 
 _shell.run_cell_async = _run_cell_async
 ''')
-# No test cell ran as written in the student's kernel: none can pass in the clean room.
-EXPECTED_SCORE = 0.0
-EXPECTED_FATE = "flagged"
-EXPECTED_FLAG = "run_cell_async"
+# Only the student's own cells run through the replaced run_cell_async.
+EXPECTED_SCORE = HONEST_SCORE
+EXPECTED_FATE = "graded"

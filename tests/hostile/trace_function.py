@@ -1,6 +1,7 @@
 """A trace function that jumps over every line that calls check(...)."""
-from tests.hostile._common import HONEST_SCORE, with_trick
+from tests.hostile._common import with_trick
 
+WEAKNESS = 2
 STUDENT_ID = "trick-trace-function"
 ANSWERS = with_trick('''
 import sys
@@ -15,6 +16,8 @@ def _skip_checks(frame, event, arg):
 
 sys.settrace(_skip_checks)
 ''')
-EXPECTED_SCORE = HONEST_SCORE
-EXPECTED_FATE = "flagged"
-EXPECTED_FLAG = "trace function"
+# The trace function runs in the student's kernel; the checks do not.
+# The tracer runs in the student's kernel only, where it also breaks the kernel's own
+# answers to the test kernel: every test fails, as for a notebook that answers nothing.
+EXPECTED_SCORE = 0.0
+EXPECTED_FATE = "graded"

@@ -1,0 +1,83 @@
+"""The notebook's output allowance: one cap, on every path, for both kernels.
+
+A kernel's output reaches the autograded notebook and the feedback through streams,
+displays, display updates, errors, widget messages and the error of an execute reply.
+Every one of them is counted against ``Sandbox.max_output_mb`` per notebook; past it,
+output is dropped with a note, once per cell. One kind is never dropped: a test cell's
+error or stderr output, because nbgrader scores a test cell with no error as passed.
+Those are kept, cut to ``VERDICT_CHARS``, so that a flood can neither fill the notebook
+nor turn a failed test into a passed one.
+"""
+from __future__ import annotations
+
+from nbformat import NotebookNode
+
+TRUNCATED_NOTE = "\n[course-grade: output over {mb:g} MB dropped]\n"
+VERDICT_CHARS = 2000
+
+
+def error_output(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                        traceback=[f"{ename}: {evalue}"])
+
+
+def content_size(content, limit: int = 1 << 31) -> int:
+    """About how many bytes a message's content holds (its strings), cheaply."""
+    stack, size = [content], 0
+    while stack and size < limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            size += len(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            size += 8
+    return size
+
+
+def bounded_verdict(output: NotebookNode) -> NotebookNode:
+    """An error or stderr output, kept whatever the budget (it decides a test's score),
+    with its text cut to a size that cannot flood."""
+    if output.get("output_type") == "error":
+        output["evalue"] = str(output.get("evalue", ""))[:VERDICT_CHARS]
+        output["traceback"] = [str(line)[:VERDICT_CHARS] for line in output.get("traceback", [])[:40]]
+    else:
+        output["text"] = str(output.get("text", ""))[:VERDICT_CHARS]
+    return output
+
+
+class OutputBudget:
+    """The notebook's output allowance, shared by both kernels' outputs."""
+
+    def __init__(self, limit_bytes: int, events: list):
+        self.limit, self.used, self.events = limit_bytes, 0, events
+        self.noted = False
+
+    def allows(self, size: int) -> bool:
+        self.used += size
+        if self.used <= self.limit:
+            return True
+        if not self.noted:
+            self.noted = True
+            self.events.append({"event": "output_truncated", "limit_mb": self.limit / 1e6})
+        return False
+
+    def add(self, outputs: list, output: NotebookNode, size: int) -> None:
+        """Keep a test cell's output. An error or stderr output is always kept (bounded):
+        dropping it would turn a failed test into a passed one."""
+        if self.allows(size):
+            outputs.append(output)
+        elif output.get("output_type") == "error" or output.get("name") == "stderr":
+            outputs.append(bounded_verdict(output))
+            self.note(outputs)
+        else:
+            self.note(outputs)
+
+    def note(self, outputs: list) -> None:
+        """Say once per cell that its output was dropped."""
+        text = TRUNCATED_NOTE.format(mb=self.limit / 1e6)
+        if not any(o.get("text") == text for o in outputs):
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))

@@ -1,0 +1,16 @@
+"""Outputs that carry scripts: HTML, JavaScript, SVG and markdown display data, from an
+answer cell, into the instructor's feedback page."""
+from tests.hostile._common import HONEST_SCORE, with_trick
+
+WEAKNESS = 7
+STUDENT_ID = "trick-script-in-outputs"
+ANSWERS = with_trick('''
+from IPython.display import HTML, SVG, Javascript, Markdown, display
+display(HTML("<script>cgxss()</script><img src=x onerror='cgxss()'>"))
+display(Javascript("cgxss()"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>cgxss()</script></svg>'))
+display(Markdown("<script>cgxss()</script> [x](javascript:cgxss())"))
+display({"text/html": "<body onload='cgxss()'>", "application/vnd.cgxss": "cgxss()"}, raw=True)
+''')
+EXPECTED_SCORE = HONEST_SCORE
+EXPECTED_FATE = "graded"

@@ -1,0 +1,126 @@
+"""The bridge between the test kernel and the student's kernel, in one process.
+
+``relay`` stands in for the grader: the test side's requests go straight to the student
+side's ``serve`` (as text, exactly what crosses the real processes), and its replies come
+back as text. The end-to-end runs across real sandboxed kernels are in test_pipeline.py.
+"""
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+import torch
+
+from autograder import protocol, student_side, test_side
+
+
+@pytest.fixture
+def student(monkeypatch):
+    """The student's namespace, reachable from the test side through the bridge."""
+    namespace: dict = {}
+    shell = types.SimpleNamespace(user_ns=namespace)
+    sent: list[str] = []
+
+    def publish(data):
+        sent.append(data[protocol.REPLY_MIME])
+
+    monkeypatch.setattr("IPython.display.publish_display_data", publish)
+
+    def relay(prompt: str) -> dict:
+        assert protocol.is_request(prompt)
+        student_side.serve(shell, prompt)
+        return protocol.loads(sent.pop())
+
+    monkeypatch.setattr(test_side, "ask", relay)
+    return namespace
+
+
+def bound(names, namespace=None) -> dict:
+    tests = dict(namespace or {})
+    test_side.bind(tests, names)
+    return tests
+
+
+def test_answers_arrive_as_base_values_and_functions_as_proxies(student):
+    class Liar(float):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = float.__hash__
+
+    student.update(q2_mb=Liar(0.5), winner="GPU", ticks=(96, 83), dtype=torch.float64,
+                   size_mb=lambda shape, dtype: 1.0, weird=object())
+    tests = bound(["q2_mb", "winner", "ticks", "dtype", "size_mb", "weird", "absent"],
+                  {"absent": "a stale value from an earlier submission"})
+    assert type(tests["q2_mb"]) is float and tests["q2_mb"] != 0.25
+    assert tests["winner"] == "GPU" and tests["ticks"] == (96, 83)
+    assert tests["dtype"] is torch.float64
+    assert isinstance(tests["size_mb"], test_side.StudentFunction)
+    assert tests["weird"] != tests["weird"] and "not a plain value" in repr(tests["weird"])
+    assert "absent" not in tests
+
+
+def test_a_call_runs_in_the_students_namespace_and_returns_plain_data(student):
+    exec("import math\ndef size_mb(shape, dtype):\n"
+         "    return math.prod(shape) * dtype.itemsize / 1e6", student)
+    size_mb = bound(["size_mb"])["size_mb"]
+    assert size_mb((16, 4096, 3), torch.float32) == pytest.approx(0.786432)
+    assert size_mb(shape=(10,), dtype=torch.int8) == pytest.approx(1e-5)
+
+
+def test_in_place_changes_and_identity_come_back(student):
+    exec("def fill(t):\n    t.fill_(7)\n    return t\n"
+         "def same(model):\n    return model.to('cpu')\n"
+         "def fresh(t):\n    return t.clone()", student)
+    tests = bound(["fill", "same", "fresh"])
+    x = torch.zeros(3)
+    assert tests["fill"](x) is x and x.tolist() == [7.0, 7.0, 7.0]
+    model = torch.nn.Linear(2, 2)
+    assert tests["same"](model) is model
+    y = torch.ones(2)
+    assert tests["fresh"](y) is not y
+
+
+def test_the_students_exceptions_keep_their_type_and_message(student):
+    exec("class Mine(Exception):\n    pass\n"
+         "def bad(x):\n    raise ValueError('no: ' + 'x' * 5000)\n"
+         "def own(x):\n    raise Mine('mine')\n"
+         "def leaves(x):\n    raise SystemExit(0)", student)
+    tests = bound(["bad", "own", "leaves"])
+    with pytest.raises(ValueError, match="^no: x+$") as info:
+        tests["bad"](1)
+    assert len(str(info.value)) <= protocol.MAX_MESSAGE_CHARS
+    with pytest.raises(Exception) as own:
+        tests["own"](1)
+    assert type(own.value).__name__ == "Mine" and str(own.value) == "mine"
+    with pytest.raises(Exception) as leaves:  # never SystemExit in the test kernel
+        tests["leaves"](1)
+    assert type(leaves.value).__name__ == "SystemExit" and not isinstance(leaves.value, SystemExit)
+
+
+def test_a_result_without_a_plain_form_fails_the_test_with_a_message(student):
+    exec("def gen(x):\n    return (i for i in range(3))", student)
+    with pytest.raises(test_side.StudentAnswerError, match="cannot be checked"):
+        bound(["gen"])["gen"](1)
+
+
+@pytest.mark.parametrize("reply", [
+    "not json", "[" * 100_000 + "]" * 100_000, json.dumps({"ok": {"$": "arg", "i": 9}}),
+    json.dumps({"ok": {"$": "tensor", "dtype": "os.system", "shape": [1], "device": "cpu"}}),
+    json.dumps({"values": "everything"}), json.dumps({"ok": 1, "args": [{"$": "pickle"}]}),
+])
+def test_a_forged_reply_is_only_a_failed_answer(monkeypatch, reply):
+    """Whatever the student's kernel sends, the test side raises an ordinary failure (or
+    finds no answer); it never crashes, and never takes a forged value for a right one."""
+    monkeypatch.setattr(test_side, "ask", lambda prompt: test_side.read_reply(reply))
+    tests = {}
+    test_side.bind(tests, ["f", "value"])
+    assert "value" not in tests or isinstance(tests["value"], test_side.Unreadable)
+    f = test_side.StudentFunction("f")
+    x = torch.zeros(1)
+    with pytest.raises(Exception) as info:
+        f(x)
+    assert isinstance(info.value, (test_side.StudentAnswerError, RuntimeError))
+    assert x.tolist() == [0.0]
+

@@ -1,0 +1,97 @@
+"""When the test kernel cannot finish, points are withheld, never given, and the fate says
+why; a worn (reused) test kernel is replaced and the submission graded again once.
+
+The worker runs in this process, so that faults can be put into the test kernel's part.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import nbformat
+import pytest
+
+from autograder import testkernel, worker
+from autograder.kernel import kill_tree
+from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
+from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = build_course(tmp_path_factory.mktemp("fail-closed"))
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
+    if os.geteuid() == 0:
+        worker._SLOT.update(uid=61980, test_uid=62980)
+    yield course
+    testkernel.close_all()
+
+
+def grade(course) -> dict:
+    return worker.grade_submission(str(course), ASSIGNMENT, "ada", "digest", True)
+
+
+def gradebook_scores(course) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    from autograder.config import grading_config
+
+    with Gradebook(grading_config(course).CourseDirectory.db_url) as gb:
+        notebook = gb.find_submission(ASSIGNMENT, "ada").notebooks[0]
+        return {g.name: g.score for g in notebook.grades}
+
+
+def fault_in_run_test(monkeypatch, fail_calls: set[int], kill: bool = False) -> list:
+    """Make the test kernel fail on the given calls of Session.run_test (1-based)."""
+    calls = []
+    original = testkernel.Session.run_test
+
+    async def run_test(self, grade_id, bridge, fetch=True):
+        calls.append(grade_id)
+        if len(calls) in fail_calls:
+            if kill:  # a real death: the test kernel's whole process tree goes
+                kill_tree(self.kernel.km.provisioner.pid)
+            else:
+                raise testkernel.TestKernelProblem("injected fault")
+        return await original(self, grade_id, bridge, fetch)
+
+    monkeypatch.setattr(testkernel.Session, "run_test", run_test)
+    return calls
+
+
+def test_points_are_withheld_when_the_test_kernel_dies(course, monkeypatch):
+    testkernel.close_all()  # a fresh test kernel: no retry can hide the fault
+    fault_in_run_test(monkeypatch, {5}, kill=True)
+    outcome = grade(course)
+    assert outcome["fate"] == "needs review" and outcome["score"] == 0.0
+    assert any("the test kernel died" in d and "withheld" in d for d in outcome["details"])
+    assert set(gradebook_scores(course).values()) == {0.0}  # tests that passed before too
+    page = (course / "feedback" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "points withheld until the grader can check this" in page
+
+
+def test_a_fault_on_a_reused_test_kernel_is_graded_again_on_a_fresh_one(course, monkeypatch):
+    testkernel.close_all()
+    assert grade(course)["score"] == TOTAL  # warms the test kernel
+    started = [k.starts for k in testkernel._WARM.values()]
+    calls = fault_in_run_test(monkeypatch, {3})
+    outcome = grade(course)
+    assert outcome["fate"] == "graded" and outcome["score"] == TOTAL
+    assert len(calls) > 19  # the first attempt stopped at its third test; all ran again
+    assert [k.starts for k in testkernel._WARM.values()] == [1]  # a new kernel
+    assert started == [1]
+
+
+def test_a_fault_that_persists_withholds_and_a_later_regrade_gives_the_points(course, monkeypatch):
+    testkernel.close_all()
+    fault_in_run_test(monkeypatch, set(range(1, 100)))
+    outcome = grade(course)
+    assert outcome["fate"] == "needs review" and "injected fault" in " ".join(outcome["details"])
+    monkeypatch.undo()
+    again = grade(course)  # what `course-grade --force` does for it
+    assert again["fate"] == "graded" and again["score"] == TOTAL

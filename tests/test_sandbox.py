@@ -1,0 +1,162 @@
+"""The sandbox every grading kernel runs in, tried from inside a real kernel.
+
+Each test starts a kernel the way the pipeline does (``autograder.kernel``), as the slot
+uid a root grader gives it, and asks it what it can reach.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from traitlets.config import Config
+
+from autograder.kernel import launch_kernel
+from autograder.sandbox import STAGING_DIR, WORK_DIR, Sandbox, nested_argv
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                reason="needs bubblewrap (scripts/setup --system installs it)")
+UID = 61990 if os.geteuid() == 0 else -1
+
+
+@pytest.fixture
+def kernel_with(tmp_path):
+    """Start a sandboxed kernel with the given Sandbox settings; yields run(code) -> str."""
+    started = []
+
+    def start(**limits):
+        config = Config()
+        for name, value in limits.items():
+            setattr(config.Sandbox, name, value)
+        config.SandboxMixin.uid = UID
+        root = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
+        root.chmod(0o755)
+        config.SandboxMixin.runtime_root = str(root)
+        staging = tmp_path / "staging"
+        staging.mkdir(exist_ok=True)
+        staging.chmod(0o755)
+        (staging / "data.txt").write_text("staged")
+        (staging / "data.txt").chmod(0o644)
+        km = launch_kernel(config=config, staging=staging)
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        started.append((km, kc, root))
+
+        def run(code: str, timeout: float = 60) -> str:
+            out = []
+
+            def keep(msg):
+                content = msg["content"]
+                if msg["msg_type"] == "stream":
+                    out.append(content["text"])
+                elif msg["msg_type"] == "error":
+                    out.append(f"{content['ename']}: {content['evalue']}")
+
+            kc.execute_interactive(code, timeout=timeout, output_hook=keep)
+            return "".join(out).strip()
+
+        run.km, run.staging, run.root = km, staging, root
+        return run
+
+    yield start
+    for km, kc, root in started:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_kernel_sees_its_staged_files_and_nothing_of_the_course(kernel_with):
+    run = kernel_with()
+    seen = json.loads(run(f"""
+import json, os, socket
+def can(action):
+    try:
+        action()
+        return True
+    except OSError:
+        return False
+print(json.dumps({{
+    "cwd": os.getcwd(), "staged": open("data.txt").read(), "uid": os.getuid(),
+    "source": os.path.exists({str(ROOT / "source")!r}),
+    "home": os.path.exists("/root/.ssh") or os.path.exists("/home"),
+    "network": can(lambda: socket.create_connection(("1.1.1.1", 80), timeout=2)),
+    "staging_writable": can(lambda: open("{STAGING_DIR}/x", "w")),
+}}))
+"""))
+    assert seen == {"cwd": WORK_DIR, "staged": "staged", "uid": UID if UID >= 0 else os.getuid(),
+                    "source": False, "home": False, "network": False, "staging_writable": False}
+    run("open('new.txt', 'w').write('made in the kernel')")
+    assert sorted(p.name for p in run.staging.iterdir()) == ["data.txt"]  # host untouched
+
+
+def test_the_kernel_cannot_make_a_user_namespace(kernel_with):
+    run = kernel_with()
+    out = run("""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.unshare(0x10000000), ctypes.get_errno())  # CLONE_NEWUSER
+""")
+    result, errno = out.split()
+    assert result == "-1" and int(errno) != 0
+
+
+def test_writes_stop_at_the_disk_quota(kernel_with):
+    run = kernel_with(disk_mb=40)
+    out = run("""
+written = 0
+try:
+    with open("big.bin", "wb") as f:
+        for _ in range(100):
+            f.write(b"x" * 1_000_000)
+            f.flush()
+            written += 1
+except OSError as exc:
+    print("stopped", exc.errno, written)
+""")
+    word, errno, written = out.split()
+    assert word == "stopped" and int(errno) == 28 and int(written) < 41  # ENOSPC
+
+
+def test_memory_kept_in_tmpfs_counts_against_the_limit(kernel_with):
+    run = kernel_with(memory_mb=700, shm_mb=400, disk_mb=400)
+    try:
+        run("""
+held = b"x" * 300_000_000
+for folder in ("/dev/shm", "/tmp"):
+    with open(folder + "/hoard", "wb") as f:
+        for _ in range(190):
+            f.write(b"y" * 1_000_000)
+import time
+time.sleep(10)
+""", timeout=30)
+    except Exception:  # the kernel is killed mid-cell: the client sees no reply
+        pass
+    deadline = time.monotonic() + 10
+    while run.km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not run.km.is_alive()
+    assert [e["event"] for e in run.km.events] == ["memory"]
+    assert run.km.events[0]["used_mb"] > 700
+
+
+def test_the_arguments_say_what_is_writable_and_how_large():
+    sandbox = Sandbox(disk_mb=123, shm_mb=45)
+    argv = sandbox.argv(Path("/x/staging"), Path("/tmp/cg-1/k/s"), userns=True)
+    text = " ".join(argv)
+    assert f"--size {123_000_000} --perms 1777 --tmpfs /tmp" in text
+    assert f"--size {45_000_000} --perms 1777 --tmpfs /dev/shm" in text
+    assert f"--ro-bind /x/staging {STAGING_DIR}" in text
+    assert "--bind /tmp/cg-1/k/s /tmp/cg-1/k/s" in text
+    assert "--unshare-user --disable-userns" in text and "--unshare-net" in text
+    assert "--disable-userns" not in sandbox.argv(Path("/s"), Path("/r"), userns=False)
+    assert nested_argv("bwrap")[:3] == ["bwrap", "--unshare-user", "--disable-userns"]
+    # Only the writable paths are bound read-write: nothing of the course is bound at all.
+    writable = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
+    assert writable == ["/tmp/cg-1/k/s"]
+    assert not any(str(ROOT / "source") in a for a in argv)
