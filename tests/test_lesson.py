@@ -298,10 +298,10 @@ def test_what_goes_beyond_the_seed_is_in_go_further(committed):
 
 def test_pinned_and_pageable_memory_are_defined_before_they_are_used(committed):
     text = _markdown(committed)
-    definition = text.index("Ordinary **pageable** memory is")
-    assert definition < text.lower().index("pageable")
-    assert text.index("**Pinned** (page-locked) memory stays") < text.lower().index("pinned") + 200
-    assert definition < text.lower().index("pinned memory")
+    paragraph = text.index("A copy to the GPU starts from one of two kinds of memory.")
+    assert "Ordinary **pageable** memory is" in text[paragraph:paragraph + 200]
+    assert "**Pinned** (page-locked) memory stays" in text[paragraph:paragraph + 400]
+    assert text.lower().index("pageable") > paragraph and text.lower().index("pinned") > paragraph
 
 
 def test_go_further_says_what_pytorch_does(committed):
