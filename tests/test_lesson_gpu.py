@@ -53,7 +53,7 @@ def test_host_to_device_bandwidth_is_positive_and_below_the_links_rated_peak(exe
     out = printed(executed, "times = measure_step(device)")
     rated = (measure.rated_link_gb_s() or (FALLBACK_RATED_GB_S, "assumed"))[0]
     for kind in ("pinned", "pageable"):
-        gb_s = float(re.search(rf"copy to GPU, {kind} memory: [\d.]+ ms \(([\d.]+) GB/s\)",
+        gb_s = float(re.search(rf"copy to GPU, {kind} memory: [\d.]+ ms \(([\d.]+) GB/s",
                                out).group(1))
         assert 0 < gb_s < rated, f"{kind}: {gb_s} GB/s against a rated {rated:.1f} GB/s"
     assert figure(out, "GPU step", "ms") > 0
