@@ -123,15 +123,22 @@ def race_table_html(race: Race, max_steps: int = 8) -> str:
 
 
 def race_fallback_html(race: Race, max_steps: int = 8) -> str:
-    """What a reader sees where the live race cannot run."""
+    """What a reader sees where the live race cannot run (GitHub, nbviewer): its rules,
+    and its results folded away under "Answer", as the lesson's other answers are, so
+    that the page does not answer the question the lesson asks first."""
     cross = race.crossover()
     where = (f"The GPU wins from {cross} steps on." if cross else
              "With these speeds the GPU never wins.")
     return (
         '<div class="race-fallback">'
-        f'<p><b>The race, as a table</b> (the live race needs a running notebook; '
-        f'{escape(race.note)}). {where}</p>'
-        + race_table_html(race, max_steps) + race_chart_svg(race, max_steps) + "</div>")
+        '<p><b>The race</b> plays in a running notebook (run this one, or open it in Colab or '
+        f'Binder). {escape(race.note[:1].upper() + race.note[1:])}. '
+        f'{escape(race.rule())}. Predict who finishes first at 1 step, and from how many '
+        'steps the GPU comes first, before you open the answer.</p>'
+        '<details><summary>Answer: the race as a table and a chart</summary>'
+        f'<p>{where}</p>'
+        + race_table_html(race, max_steps) + race_chart_svg(race, max_steps)
+        + "</details></div>")
 
 
 def _chart_summary(race: Race, cross) -> str:

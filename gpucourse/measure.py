@@ -43,7 +43,11 @@ def gb_per_s(nbytes: int, secs: float) -> float:
 @dataclass(frozen=True)
 class StepTimes:
     """One step, ``x + 1`` on ``points`` 3D float32 points, timed each way (seconds).
-    The GPU fields stay None on a machine without one."""
+    The GPU fields stay None on a machine without one.
+
+    What it prints says of every figure whether it was measured here or assumed (the
+    text's figures, from another computer), and no verdict mixes the two silently.
+    """
 
     points: int
     nbytes: int
@@ -59,69 +63,109 @@ class StepTimes:
     def has_gpu(self) -> bool:
         return self.gpu_step is not None
 
-    def gpu_route(self) -> tuple[float, float, float]:
-        """(copy there, step, copy back) in seconds: measured on a GPU; on a CPU-only
-        machine, from the seed's link and GPU-memory speeds."""
+    def gpu_route(self, pinned: bool = False) -> tuple[float, float, float]:
+        """(copy there, step, copy back) in seconds. On a GPU, measured, with the copy
+        there from pageable memory (what ``x.to("cuda")`` does with an ordinary tensor)
+        or, with ``pinned``, from memory that was already pinned. On a CPU-only machine,
+        assumed: the text's link and GPU-memory speeds."""
         if self.has_gpu:
-            return self.to_gpu_pinned, self.gpu_step, self.to_cpu
+            there = self.to_gpu_pinned if pinned else self.to_gpu_pageable
+            return there, self.gpu_step, self.to_cpu
         copy = self.nbytes / (SEED_LINK_GB_S * 1e9)
         return copy, 2 * self.nbytes / (SEED_GPU_MEMORY_GB_S * 1e9), copy
 
     def lines(self) -> list[str]:
         out = [f"data: {self.points:,} points x 3 numbers x 4 bytes = {self.nbytes / 1e6:g} MB",
-               f"CPU step, 1 thread: {_ms(self.cpu_one)}",
-               f"CPU step, {self.threads} threads: {_ms(self.cpu_all)}"]
+               f"CPU step, 1 thread: {_ms(self.cpu_one)}"]
         if self.has_gpu:
             out += [
                 f"copy to GPU, pageable memory: {_ms(self.to_gpu_pageable)}"
                 f" ({gb_per_s(self.nbytes, self.to_gpu_pageable):.1f} GB/s)",
                 f"copy to GPU, pinned memory: {_ms(self.to_gpu_pinned)}"
-                f" ({gb_per_s(self.nbytes, self.to_gpu_pinned):.1f} GB/s)",
+                f" ({gb_per_s(self.nbytes, self.to_gpu_pinned):.1f} GB/s; the data was pinned "
+                "beforehand, and pinning it is not counted)",
                 f"GPU step: {_ms(self.gpu_step)}"
                 f" ({gb_per_s(2 * self.nbytes, self.gpu_step):.0f} GB/s read + written)",
                 f"copy back to CPU: {_ms(self.to_cpu)}"
                 f" ({gb_per_s(self.nbytes, self.to_cpu):.1f} GB/s)",
             ]
+        else:
+            out.append("no GPU here: nothing on the GPU side can be measured")
         return out
 
+    def threads_line(self) -> str:
+        return (f"CPU step, {self.threads} threads: {_ms(self.cpu_all)} "
+                f"(1 thread: {_ms(self.cpu_one)}), both measured")
+
     def verdict(self) -> str:
+        """The worked example's verdict from these figures: measured on a GPU; without one,
+        no verdict about this machine, and the mix with the text's GPU labelled as a mix."""
         there, step, back = self.gpu_route()
-        gpu = there + step + back
-        source = ("measured, pinned copies" if self.has_gpu else
-                  f"no GPU here, so assumed: {SEED_LINK_GB_S:g} GB/s link, "
-                  f"{SEED_GPU_MEMORY_GB_S:,.0f} GB/s GPU memory")
-        lines = [f"GPU route: {_ms(there)} + {_ms(step)} + {_ms(back)} = {_ms(gpu)} ({source})",
-                 f"CPU route: {_ms(self.cpu_one)} on 1 thread, "
-                 f"{_ms(self.cpu_all)} on {self.threads} threads"]
-        best_cpu = min(self.cpu_one, self.cpu_all)
-        if gpu < best_cpu:
-            lines.append(f"Verdict: for one step the GPU route is faster here, "
-                         f"{best_cpu / gpu:.1f} times.")
-        else:
-            lines.append(f"Verdict: for one step the CPU is faster here, "
-                         f"{gpu / best_cpu:.1f} times; the copies cost "
-                         f"{(there + back) / gpu:.0%} of the GPU route.")
-        return "\n".join(lines)
+        gpu, cpu = there + step + back, self.cpu_one
+        if self.has_gpu:
+            pinned = self.gpu_route(pinned=True)[0] + step + back
+            lines = [f"GPU route, measured: {_ms(there)} copy there + {_ms(step)} step + "
+                     f"{_ms(back)} copy back = {_ms(gpu)}",
+                     f"CPU route, measured: {_ms(cpu)} on 1 thread",
+                     f"Verdict, measured here: for one step the {_faster(cpu, gpu)}; the "
+                     f"copies are {(there + back) / gpu:.0%} of the GPU route.",
+                     f"From memory pinned beforehand the GPU route took {_ms(pinned)}; that "
+                     "leaves out pinning itself, a copy of its own (x.pin_memory()), so it holds "
+                     "only for data that is already pinned."]
+            return "\n".join(lines)
+        return "\n".join([
+            f"CPU route, measured here: {_ms(cpu)} on 1 thread",
+            f"GPU route, assumed (no GPU here): {_ms(there)} + {_ms(step)} + {_ms(back)} = "
+            f"{_ms(gpu)}, from the text's {SEED_LINK_GB_S:g} GB/s PCIe 4.0 link and "
+            f"{SEED_GPU_MEMORY_GB_S:,.0f} GB/s GPU memory",
+            "Verdict: none measured. This machine has no GPU, so it cannot tell which route "
+            "is faster on it.",
+            f"A labelled mix, your measured CPU against the text's assumed GPU: "
+            f"{_ms(cpu)} against {_ms(gpu)}, so with a GPU like the text's the "
+            f"{_faster(cpu, gpu, 'would be')}. With the text's own 0.4 ms the CPU route was "
+            f"{gpu / (SEED_ONE_CORE_MS / 1e3):.1f} times faster.",
+        ])
 
     def against_seed(self) -> str:
-        """Says plainly how this machine's one-core time compares with the seed's."""
+        """How this machine's one-core time compares with the text's, and why it differs:
+        adding 1 is almost no arithmetic, so one core's memory speed sets the time."""
         here = self.cpu_one * 1e3
         ratio = here / SEED_ONE_CORE_MS
+        moved, seed_moved = (gb_per_s(2 * self.nbytes, self.cpu_one),
+                             gb_per_s(2 * self.nbytes, SEED_ONE_CORE_MS / 1e3))
+        speed = (f"One core here moved {moved:.0f} GB/s through memory (the step reads "
+                 f"{self.nbytes / 1e6:g} MB and writes {self.nbytes / 1e6:g} MB); at "
+                 f"{SEED_ONE_CORE_MS} ms the text's core moved {seed_moved:.0f} GB/s.")
         if 0.8 <= ratio <= 1.25:
-            return (f"One core took {here:.2f} ms here, close to the text's "
-                    f"{SEED_ONE_CORE_MS} ms.")
+            return f"One core took {here:.2f} ms here, close to the text's {SEED_ONE_CORE_MS} ms. {speed}"
         word = "slower" if ratio > 1 else "faster"
-        return (f"The text says one core takes about {SEED_ONE_CORE_MS} ms; here it took "
-                f"{here:.2f} ms, {max(ratio, 1 / ratio):.1f} times {word}. The text's figures "
-                f"came from one computer; yours are measured.")
+        return (f"One core took {here:.2f} ms here against the text's {SEED_ONE_CORE_MS} ms: "
+                f"{max(ratio, 1 / ratio):.1f} times {word}. Why: adding 1 is almost no "
+                f"arithmetic, so the time is set by how fast one core reads and writes memory. "
+                f"{speed} That speed differs several times between computers, and other "
+                f"programs running at the same time lower it.")
 
     def race(self) -> Race:
-        """The race on these speeds, in milliseconds, with the CPU on one thread
-        as in the worked example."""
+        """The race on these speeds, in milliseconds, with the CPU on one thread: the same
+        figure as the verdict. Without a GPU, the GPU's side is the text's assumption."""
         there, step, back = self.gpu_route()
-        note = ("measured on this GPU" if self.has_gpu else
-                "CPU measured here; link and GPU speeds assumed")
-        return Race.measured(self.cpu_one * 1e3, step * 1e3, there * 1e3, back * 1e3, note=note)
+        if self.has_gpu:
+            note = "measured on this machine: CPU on 1 thread, as in the verdict; pageable copies"
+        else:
+            note = (f"CPU measured here on 1 thread, as in the verdict; no GPU here, so the "
+                    f"copies and the GPU step are assumed (the text's {SEED_LINK_GB_S:g} GB/s "
+                    f"link and {SEED_GPU_MEMORY_GB_S:,.0f} GB/s memory)")
+        return Race.measured(self.cpu_one * 1e3, step * 1e3, there * 1e3, back * 1e3, note=note,
+                             gpu_assumed=not self.has_gpu)
+
+
+def _faster(cpu: float, gpu: float, verb: str = "is") -> str:
+    """"CPU is faster, 2.4 times", "GPU route is faster, 1.2 times" or "two are about even"."""
+    ratio = max(cpu, gpu) / min(cpu, gpu)
+    if ratio < 1.1:
+        return f"two {'are' if verb == 'is' else 'would be'} about even"
+    side = "GPU route" if gpu < cpu else "CPU"
+    return f"{side} {verb} faster, {ratio:.1f} times"
 
 
 def measure_step(device: str, points: int = SEED_POINTS, min_run_time: float = 0.2) -> StepTimes:
@@ -201,6 +245,30 @@ def background_timing(device: str, size: int | None = None, repeats: int = 10,
                             unsynced, synced, bench)
 
 
+def event_timing(device: str, size: int = 4096, repeats: int = 10) -> str:
+    """On a GPU: ``repeats`` products of ``size``×``size`` matrices timed with CUDA events,
+    after a warm-up and with the queue empty before ``start`` is recorded (the pattern the
+    lesson shows). Without a GPU, says what it would do."""
+    if device != "cuda":
+        return ("No GPU here: CUDA events exist only on a GPU. On one, this cell times "
+                f"{repeats} products of {size}x{size} matrices with the pattern above.")
+    a = torch.rand(size, size, device="cuda")
+
+    def job():
+        for _ in range(repeats):
+            a @ a
+
+    job()                     # warm-up: the first product also starts the maths library
+    torch.cuda.synchronize()  # nothing else queued: only the work between the events counts
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    job()
+    end.record()
+    torch.cuda.synchronize()  # wait until `end` has happened before reading it
+    return (f"time with CUDA events: {start.elapsed_time(end):.3f} ms "
+            f"({repeats} products of {size}x{size} matrices, on the GPU's clock)")
+
+
 @contextmanager
 def _threads(count: int):
     before = torch.get_num_threads()
@@ -232,12 +300,12 @@ def rated_link_gb_s() -> tuple[float, str] | None:
 def link_report(times: StepTimes) -> str:
     """How this machine's copies compare with its link's rated speed."""
     if not times.has_gpu:
-        return ("No GPU here, so no link to measure. The race's measured mode assumed "
+        return ("No GPU here, so no link to measure. The verdict and the race assumed "
                 f"{SEED_LINK_GB_S:g} GB/s, the text's PCIe 4.0 figure.")
     pinned = gb_per_s(times.nbytes, times.to_gpu_pinned)
     pageable = gb_per_s(times.nbytes, times.to_gpu_pageable)
-    text = (f"Your copies reached {pinned:.1f} GB/s from pinned memory and {pageable:.1f} GB/s "
-            f"from pageable memory.")
+    text = (f"Your copies reached {pinned:.1f} GB/s from pinned memory (pinned beforehand; "
+            f"pinning not counted) and {pageable:.1f} GB/s from pageable memory.")
     rated = rated_link_gb_s()
     if rated is not None:
         gb_s, name = rated

@@ -47,6 +47,7 @@ class Race:
     copy_out: float
     unit: str = "ticks"
     note: str = ""  # where the speeds came from, shown to the learner
+    gpu_assumed: bool = False  # the GPU's speeds are assumed, not measured (no GPU here)
 
     def __post_init__(self):
         for name in ("cpu_step", "gpu_step", "copy_in", "copy_out"):
@@ -70,10 +71,13 @@ class Race:
 
     @classmethod
     def measured(cls, cpu_step_ms: float, gpu_step_ms: float, copy_in_ms: float,
-                 copy_out_ms: float, note: str = "measured on this machine") -> "Race":
-        """The same race on times in milliseconds, e.g. from ``gpucourse.measure``."""
+                 copy_out_ms: float, note: str = "measured on this machine",
+                 gpu_assumed: bool = False) -> "Race":
+        """The same race on times in milliseconds, e.g. from ``gpucourse.measure``.
+        ``gpu_assumed``: the GPU's times are assumed (no GPU to measure), and every
+        sentence about who wins says so."""
         return cls(cpu_step=cpu_step_ms, gpu_step=gpu_step_ms, copy_in=copy_in_ms,
-                   copy_out=copy_out_ms, unit="ms", note=note)
+                   copy_out=copy_out_ms, unit="ms", note=note, gpu_assumed=gpu_assumed)
 
     # -- totals, winner, crossover -------------------------------------------------------
     def cpu_total(self, steps: int) -> float:
@@ -109,8 +113,28 @@ class Race:
         "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."."""
         cpu, gpu = self.cpu_total(steps), self.gpu_total(steps)
         winner = self.winner(steps)
-        verdict = "a tie." if winner == TIE else f"the {winner} wins."
-        return (f"{steps_phrase(steps)}: CPU {self.format(cpu)}, GPU {self.format(gpu)} — {verdict}")
+        verdict = "a tie" if winner == TIE else f"the {winner} wins"
+        assumed = " (the GPU's times assumed, not measured)" if self.gpu_assumed else ""
+        return (f"{steps_phrase(steps)}: CPU {self.format(cpu)}, GPU {self.format(gpu)} — "
+                f"{verdict}{assumed}.")
+
+    def rule(self) -> str:
+        """How the totals are computed, e.g. "Total ticks: CPU = 32 × steps,
+        GPU = 40 + steps + 40"."""
+        def n(v):
+            return f"{v:.3g}"
+        work = "steps" if self.gpu_step == 1 else f"{n(self.gpu_step)} × steps"
+        return (f"Total {self.unit}: CPU = {n(self.cpu_step)} × steps, "
+                f"GPU = {n(self.copy_in)} + {work} + {n(self.copy_out)}")
+
+    def crossover_sentence(self) -> str:
+        """Where the GPU starts winning, said as measured or as assumed."""
+        cross = self.crossover()
+        if self.gpu_assumed:
+            return (f"With the assumed GPU, the GPU would win from {steps_phrase(cross)} on."
+                    if cross else "Even the assumed GPU never wins at these speeds.")
+        return (f"The GPU wins from {steps_phrase(cross)} on." if cross else
+                "The GPU never wins at these speeds.")
 
     def format(self, amount: float) -> str:
         if self.unit == "ticks":

@@ -195,13 +195,11 @@ class RaceWidget:
         self._draw(self.steps.value, 0.0, started=False)
 
     def _draw_rule(self) -> None:
-        cross = self.race.crossover()
         where = ""
         if self.race.unit != "ticks":  # the tick race leaves the crossover to the learner
-            where = (f" The GPU wins from {steps_phrase(cross)} on." if cross else
-                     " The GPU never wins at these speeds.")
+            where = " " + self.race.crossover_sentence()
         self.rule.value = (f"<small>{escape(self.race.note[:1].upper() + self.race.note[1:])}. "
-                           f"{escape(_rule(self.race))}.{escape(where)}</small>")
+                           f"{escape(self.race.rule())}.{escape(where)}</small>")
 
     def _draw(self, steps: int, t: float, started: bool = True) -> None:
         race = self.race
@@ -222,10 +220,12 @@ class RaceWidget:
 
     # -- display ---------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """The live widget, plus a static table and chart for GitHub and nbviewer."""
+        """The live widget, plus, for GitHub and nbviewer, the race's rules with its
+        table and chart folded away: a saved notebook must not answer the prediction."""
         return {
-            "text/plain": f"RaceWidget: {self.race.result_line(self.steps.value)}",
-            "text/html": "".join(race_fallback_html(race) for race in self.races.values()),
+            "text/plain": (f"RaceWidget: the copy-versus-compute race, {steps_phrase(self.steps.value)};"
+                           " it plays in a running notebook."),
+            "text/html": race_fallback_html(self.races["ticks"]),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id},
         }
@@ -247,11 +247,3 @@ def _lane_html(name: str, state: str, elapsed: str, segments, t: float, scale: f
         '<div style="flex:0 0 340px;height:18px;border:1px solid #555;display:flex;'
         f'background:#f4f4f4">{"".join(bars)}</div>'
         f'<span>{escape(state)} · {escape(elapsed)}</span></div>')
-
-
-def _rule(race: Race) -> str:
-    def n(v):
-        return f"{v:.3g}"
-    work = "steps" if race.gpu_step == 1 else f"{n(race.gpu_step)} × steps"
-    return (f"Total {race.unit}: CPU = {n(race.cpu_step)} × steps, "
-            f"GPU = {n(race.copy_in)} + {work} + {n(race.copy_out)}")

@@ -10,6 +10,11 @@ The API, for tests and benchmarks alike (no pytest here):
   cells filled in (the others keep their stub), as a ``NotebookNode``.
 - ``expected_score(answers_or_mistake)``: the total the autograder must give.
 - ``ANSWER_VALUES``: the seed's answers as printed; never in the release or a message.
+- ``SEED_ROUNDED``: the solutions with the seed's own rounded answers typed in (0.79 MB,
+  0.48 ms, 0.98 ms, as the lesson prints them): full marks.
+- ``ALWAYS_EQUAL``: name -> answers whose objects claim to equal anything (float, int and
+  str subclasses, a tensor subclass, a plain object with ``__eq__`` returning True), and
+  functions that return them; ``ALWAYS_EQUAL_MAX``: the most such a submission may earn.
 - ``without_cell`` / ``with_cell_source``: tampered copies of a submission.
 
 Example, a class of submissions::
@@ -199,6 +204,31 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_unchanged",),
         "changed the batch it was given",
     ),
+    "bytes": Mistake(
+        "the size in bytes, not MB (786432)",
+        {
+            "q2_mb": "q2_mb = 16 * 4096 * 3 * 4",
+            "q2_size_mb": "def size_mb(shape, dtype):\n    return math.prod(shape) * dtype.itemsize",
+        },
+        ("test_q2_mb_form", "test_q2_mb", "test_q2_size_mb_form", "test_q2_size_mb"),
+        "looks like a number of bytes",
+    ),
+    "over_rounded": Mistake(
+        "rounded further than asked: the seed's \"≈0.5 ms\" and \"about 1 ms\", and 0.8 MB",
+        {"q2_mb": "q2_mb = 0.8",
+         "q4_worked_example": "copy_ms = 0.5\ngpu_route_ms = 1\nverdict = 'CPU'"},
+        ("test_q2_mb_form", "test_q2_mb", "test_q4_worked_example_form", "test_q4_copy_ms",
+         "test_q4_gpu_route"),
+        "significant figure",
+    ),
+    "hardcodes_cuda": Mistake(
+        "prepare_batch writes \"cuda\" instead of reading the model's device (no GPU here)",
+        {"q1_prepare_batch": (
+            "def prepare_batch(batch, model):\n    return batch.float().to('cuda')"
+        )},
+        ("test_q1_shape", "test_q1_device", "test_q1_dtype", "test_q1_unchanged"),
+        "this computer has none",
+    ),
     "from_numpy_float32": Mistake(
         "believes torch.from_numpy makes float32",
         {"q1_second_problem": "second_problem = 'C'",
@@ -207,6 +237,80 @@ MISTAKES: dict[str, Mistake] = {
         "torch.from_numpy keeps",
     ),
 }
+
+
+# The seed's own rounded answers, and the lesson's printed 0.98 ms: the exercises ask for
+# two significant figures, so they earn every point.
+SEED_ROUNDED: dict[str, str] = {
+    **SOLUTIONS,
+    "q2_mb": "q2_mb = 0.79",
+    "q4_worked_example": "copy_ms = 0.48\ngpu_route_ms = 0.98\nverdict = 'CPU'",
+}
+
+
+# Objects that claim to equal anything. Every comparison lies; the str subclass's own
+# strip() and upper() keep the lie going; the tensor subclass also lies about its device,
+# dtype and shape; and `Anything` answers every attribute, call and iteration with itself.
+_LIES = """
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __hash__(self): return 0
+"""
+_LIARS = f"""
+class Anything:{_LIES}
+    def __getattr__(self, name): return self
+    def __call__(self, *args, **kwargs): return self
+    def __iter__(self): return iter((self, self))
+    def __len__(self): return 2
+    def __bool__(self): return True
+    def __float__(self): return 1.0
+    def __index__(self): return 1
+
+class LyingFloat(float):{_LIES}
+
+class LyingInt(int):{_LIES}
+
+class LyingStr(str):{_LIES}
+    def strip(self, *args): return self
+    def upper(self): return self
+
+class LyingTuple(tuple):{_LIES}
+
+class LyingTensor(torch.Tensor):{_LIES}
+    device = dtype = shape = property(lambda self: Anything())
+"""
+
+
+def _always_equal(make: str, fn_result: str, *, text: str, integer: str, dtype: str,
+                  pair: str) -> dict[str, str]:
+    first = _LIARS + "\n\ndef prepare_batch(batch, model):\n    return " + make
+    return {
+        "q1_prepare_batch": first,
+        "q1_second_problem": f"second_problem = {text}",
+        "q2_mb": f"q2_mb = {fn_result}",
+        "q2_size_mb": f"def size_mb(shape, dtype):\n    return {fn_result}",
+        "q3_ticks": "\n".join([f"cpu_ticks_3 = {integer}", f"gpu_ticks_3 = {integer}",
+                               f"winner_3 = {text}", f"cpu_ticks_2 = {integer}",
+                               f"gpu_ticks_2 = {integer}"]),
+        "q3_race_ticks": f"def race_ticks(steps, *args, **kwargs):\n    return {pair}",
+        "q3_fewest_gpu_steps": f"def fewest_gpu_steps(*args, **kwargs):\n    return {integer}",
+        "q4_dtypes": f"x_dtype = {dtype}\ny_dtype = {dtype}",
+        "q4_worked_example": f"copy_ms = {fn_result}\ngpu_route_ms = {fn_result}\nverdict = {text}",
+    }
+
+
+ALWAYS_EQUAL: dict[str, dict[str, str]] = {
+    # Each answer a subclass of its own type (a dtype cannot be subclassed).
+    "always_equal_subclasses": _always_equal(
+        "torch.zeros(0).as_subclass(LyingTensor)", "LyingFloat()", text="LyingStr()",
+        integer="LyingInt()", dtype="Anything()", pair="LyingTuple((LyingInt(), LyingInt()))"),
+    # Every answer, and every function's result, one object whose __eq__ returns True.
+    "always_equal_objects": _always_equal(
+        "Anything()", "Anything()", text="Anything()", integer="Anything()",
+        dtype="Anything()", pair="Anything()"),
+}
+ALWAYS_EQUAL_MAX = 0.1 * TOTAL
 
 
 def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):

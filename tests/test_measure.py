@@ -1,5 +1,6 @@
 """Measurement helpers: figures with units, and a verdict computed from them."""
 import os
+import re
 import stat
 
 import pytest
@@ -14,7 +15,9 @@ def test_measure_step_on_cpu_gives_positive_times_and_no_gpu_figures():
     assert t.cpu_one > 0 and t.cpu_all > 0 and t.threads >= 1
     assert not t.has_gpu and t.to_gpu_pinned is None
     assert t.lines()[0] == "data: 20,000 points x 3 numbers x 4 bytes = 0.24 MB"
-    assert all(line.endswith(" ms") for line in t.lines()[1:])
+    assert t.lines()[1].startswith("CPU step, 1 thread: ") and t.lines()[1].endswith(" ms")
+    assert t.lines()[2:] == ["no GPU here: nothing on the GPU side can be measured"]
+    assert t.threads_line().startswith(f"CPU step, {t.threads} threads: ")
 
 
 def test_measure_step_rejects_no_points():
@@ -34,27 +37,55 @@ def test_cpu_only_verdict_uses_the_seeds_assumed_speeds():
     assert step == pytest.approx(0.016e-3)
 
 
-@pytest.mark.parametrize("cpu_ms, verdict", [
-    (0.4, "Verdict: for one step the CPU is faster here, 2.4 times"),
-    (1.2, "Verdict: for one step the GPU route is faster here, 1.2 times."),
+@pytest.mark.parametrize("cpu_ms, mix", [
+    (0.4, "so with a GPU like the text's the CPU would be faster, 2.4 times."),
+    (0.95, "so with a GPU like the text's the two would be about even."),
+    (1.2, "so with a GPU like the text's the GPU route would be faster, 1.2 times."),
 ])
-def test_verdict_follows_the_measurements(cpu_ms, verdict):
+def test_without_a_gpu_the_verdict_is_labelled_and_claims_nothing_unmeasured(cpu_ms, mix):
     text = _cpu_only(cpu_ms * 1e-3).verdict()
-    assert "GPU route: 0.480 ms + 0.016 ms + 0.480 ms = 0.976 ms" in text
-    assert verdict in text
+    assert f"CPU route, measured here: {cpu_ms:.3f} ms on 1 thread" in text
+    assert ("GPU route, assumed (no GPU here): 0.480 ms + 0.016 ms + 0.480 ms = 0.976 ms, "
+            "from the text's 25 GB/s PCIe 4.0 link and 1,500 GB/s GPU memory") in text
+    assert "Verdict: none measured. This machine has no GPU" in text
+    assert "A labelled mix, your measured CPU against the text's assumed GPU" in text
+    assert mix in text
+    # Before: "for one step the GPU route is faster here, 1.2 times", from nothing measured.
+    assert "faster here" not in text and not re.search(r"(CPU|GPU route) is faster", text)
 
 
-def test_verdict_uses_measured_gpu_figures_when_there_are_some():
+def test_with_a_gpu_the_verdict_is_measured_and_pinning_is_not_free():
     t = StepTimes(points=1_000_000, nbytes=12_000_000, threads=8, cpu_one=1e-3, cpu_all=0.2e-3,
                   to_gpu_pageable=2e-3, to_gpu_pinned=0.5e-3, gpu_step=0.01e-3, to_cpu=0.5e-3)
-    assert "= 1.010 ms (measured, pinned copies)" in t.verdict()
-    assert "CPU is faster here, 5.0 times" in t.verdict()
-    assert "copy to GPU, pinned memory: 0.500 ms (24.0 GB/s)" in t.lines()
+    text = t.verdict()
+    # The copy there is the pageable one, what x.to("cuda") does with an ordinary tensor.
+    assert ("GPU route, measured: 2.000 ms copy there + 0.010 ms step + 0.500 ms copy back = "
+            "2.510 ms") in text
+    assert "Verdict, measured here: for one step the CPU is faster, 2.5 times" in text
+    assert "From memory pinned beforehand the GPU route took 1.010 ms; that leaves out pinning" in text
+    assert ("copy to GPU, pinned memory: 0.500 ms (24.0 GB/s; the data was pinned beforehand, "
+            "and pinning it is not counted)") in t.lines()
+    # The CPU side is one thread, as in the text, even where all threads are faster.
+    assert "CPU route, measured: 1.000 ms on 1 thread" in text
 
 
-def test_against_seed_says_plainly_when_this_machine_differs():
-    assert "here it took 1.20 ms, 3.0 times slower" in _cpu_only(1.2e-3).against_seed()
+def test_against_seed_says_plainly_when_this_machine_differs_and_why():
+    slower = _cpu_only(1.2e-3).against_seed()
+    assert "One core took 1.20 ms here against the text's 0.4 ms: 3.0 times slower" in slower
+    assert "Why: adding 1 is almost no arithmetic" in slower
+    # 24 MB read and written: 20 GB/s in 1.2 ms here, 60 GB/s in the text's 0.4 ms.
+    assert "One core here moved 20 GB/s" in slower and "the text's core moved 60 GB/s" in slower
     assert "close to the text's 0.4 ms" in _cpu_only(0.42e-3).against_seed()
+
+
+def test_the_race_and_the_verdict_use_the_same_cpu_figure():
+    t = _cpu_only(0.9e-3, cpu_all=0.3e-3)  # all threads faster: the race still uses one
+    race = t.race()
+    assert race.cpu_step == pytest.approx(0.9) and race.gpu_assumed
+    assert "CPU route, measured here: 0.900 ms on 1 thread" in t.verdict()
+    assert "assumed" in race.note and "as in the verdict" in race.note
+    assert race.result_line(1).endswith("(the GPU's times assumed, not measured).")
+    assert race.crossover_sentence() == "With the assumed GPU, the GPU would win from 2 steps on."
 
 
 def test_race_on_measured_speeds_crosses_where_the_numbers_say():
@@ -97,7 +128,8 @@ def test_link_report_compares_copies_with_the_rated_link(tmp_path, monkeypatch):
     t = StepTimes(points=1_000_000, nbytes=12_000_000, threads=8, cpu_one=1e-3, cpu_all=0.2e-3,
                   to_gpu_pageable=1.2e-3, to_gpu_pinned=0.5e-3, gpu_step=0.01e-3, to_cpu=0.5e-3)
     text = measure.link_report(t)
-    assert "24.0 GB/s from pinned memory and 10.0 GB/s from pageable" in text
+    assert "24.0 GB/s from pinned memory (pinned beforehand; pinning not counted) and 10.0 GB/s" \
+        " from pageable" in text
     assert "PCIe 4.0 x16, is rated 31.5 GB/s each way: pinned copies reached 76%" in text
 
 
@@ -106,3 +138,7 @@ def test_background_timing_explains_itself_for_each_device():
     assert "200 times too early" in gpu.explain()
     cpu = measure.BackgroundTiming("cpu", "job", unsynced=1e-3, synced=1e-3, benchmark=1e-3)
     assert "No GPU here" in cpu.explain()
+
+
+def test_event_timing_without_a_gpu_says_what_it_would_do():
+    assert measure.event_timing("cpu").startswith("No GPU here: CUDA events exist only on a GPU.")

@@ -30,7 +30,10 @@ def _class_of_submissions() -> dict[str, nbformat.NotebookNode]:
     notebooks = {
         "solution": subs.make_submission(subs.RELEASE, subs.SOLUTIONS),
         "unmodified_release": subs.make_submission(subs.RELEASE, {}),
+        "seed_rounded": subs.make_submission(subs.RELEASE, subs.SEED_ROUNDED),
     }
+    for name, answers in subs.ALWAYS_EQUAL.items():
+        notebooks[name] = subs.make_submission(subs.RELEASE, answers)
     for name, mistake in subs.MISTAKES.items():
         notebooks[name] = subs.make_submission(subs.RELEASE, mistake.answers)
 
@@ -52,6 +55,9 @@ VENV_BIN = str(Path(sys.executable).parent)
 def venv_on_path():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+        # The expected scores are those of a machine without a GPU (hardcodes_cuda fails
+        # there); tests/test_release.py runs the hidden tests on CUDA where there is one.
+        patch.setenv("CUDA_VISIBLE_DEVICES", "")
         yield
 
 
@@ -133,6 +139,19 @@ def test_unmodified_release_scores_zero_on_every_part(grades):
     assert set(release["cells"]) == set(subs.POINTS)
     assert all(score == 0 for score in release["cells"].values()), release["cells"]
     assert release["score"] == subs.expected_score({}) == 0
+
+
+def test_the_seeds_rounded_answers_earn_every_point(grades):
+    """0.79 MB, 0.48 ms and 0.98 ms: the precision the exercises ask for, two figures."""
+    assert _failed_cells(grades["seed_rounded"]) == set()
+    assert grades["seed_rounded"]["score"] == subs.TOTAL
+
+
+@pytest.mark.parametrize("name", sorted(subs.ALWAYS_EQUAL))
+def test_answers_that_equal_anything_earn_at_most_a_tenth(grades, name):
+    """Plain nbgrader, no integrity review: the checks alone must hold."""
+    earned = {cell: score for cell, score in grades[name]["cells"].items() if score}
+    assert grades[name]["score"] <= subs.ALWAYS_EQUAL_MAX, earned
 
 
 @pytest.mark.parametrize("name", sorted(subs.MISTAKES))

@@ -76,15 +76,31 @@ def test_check_names_every_drift_and_a_sync_repairs_it(root, checkout):
     again = sync_links(checkout, "--check", "--root", str(checkout))
     assert again.returncode == 0, again.stderr
     assert "/v2/gh/another-owner/renamed-course/HEAD" in (checkout / "README.md").read_text()
+    moved_colab = "https://colab.research.google.com/github/another-owner/renamed-course/blob/main/"
     for name in notebooks:
         cell = first_code_cell(json.loads((checkout / name).read_text()))
         assert f'"gpucourse @ git+{MOVED}"' in cell, name
-        # The rewrite touches the install line and nothing else in the file.
+        # The rewrite touches the install line, and the Colab links in the text, and nothing else.
         before = (root / name).read_text().splitlines()
         after = (checkout / name).read_text().splitlines()
         changed = [(old, new) for old, new in zip(before, after) if old != new]
-        assert len(before) == len(after) and len(changed) == 1, name
-        assert "%pip install" in changed[0][1] and MOVED in changed[0][1], name
+        assert len(before) == len(after), name
+        installs = [new for _, new in changed if "%pip install" in new and MOVED in new]
+        links = [new for _, new in changed if moved_colab in new]
+        assert len(installs) == 1 and len(installs) + len(links) == len(changed), name
+    # The lesson's link to its exercises, which must work on Colab, moved with the repository.
+    lesson = (checkout / "notebooks" / "gpu_tensors.ipynb").read_text()
+    assert f"{moved_colab}release/gpu_tensors/gpu_tensors.ipynb" in lesson
+    assert "gpu-course/pytorch-tensors-on-the-gpu" not in lesson
+
+
+def test_check_refuses_a_colab_link_to_a_file_the_repository_lacks(checkout):
+    lesson = checkout / "notebooks" / "gpu_tensors.ipynb"
+    lesson.write_text(lesson.read_text().replace(
+        "blob/main/release/gpu_tensors/gpu_tensors.ipynb", "blob/main/release/gone/gone.ipynb"))
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1
+    assert "points to release/gone/gone.ipynb, which is not a file of this repository" in check.stderr
 
 
 def test_check_refuses_a_notebook_without_the_setup_cell(checkout):

@@ -141,15 +141,34 @@ def test_the_slider_naming_script_travels_inside_the_widget():
     assert "aria-label" in NAME_SLIDERS_JS and ".race-steps" in NAME_SLIDERS_JS
 
 
-def test_mime_bundle_has_the_live_view_and_a_static_fallback():
-    race = RaceWidget()
+def test_mime_bundle_has_the_live_view_and_a_static_fallback_that_folds_the_answer():
+    race = RaceWidget(measured=Race.measured(1.2, 0.016, 0.5, 0.5))
     bundle = race._repr_mimebundle_()
     view = bundle["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == race.view.model_id and view["version_major"] == 2
     html = bundle["text/html"]
-    assert "<table" in html and "<svg" in html
-    assert "<td>3</td><td>96 ticks</td><td>83 ticks</td><td>GPU ← the GPU starts winning" in html
-    assert "The GPU wins from 3 steps on." in html
+    rules, answer = html.split("<details>", 1)
+    assert "Total ticks: CPU = 32 × steps, GPU = 40 + steps + 40" in rules
+    assert "ticks</td>" not in rules and "wins" not in rules and "<svg" not in rules
+    assert answer.startswith("<summary>Answer")
+    assert "<table" in answer and "<svg" in answer
+    assert "<td>3</td><td>96 ticks</td><td>83 ticks</td><td>GPU ← the GPU starts winning" in answer
+    assert "The GPU wins from 3 steps on." in answer
+    # Only the tick race: a saved notebook would show one machine's speeds as everyone's.
+    assert html.count('class="race-fallback"') == 1 and " ms" not in html
+    # The plain-text form does not answer the prediction either.
+    assert "wins" not in bundle["text/plain"] and "ticks" not in bundle["text/plain"]
+
+
+def test_without_a_gpu_the_measured_race_says_its_gpu_is_assumed():
+    measured = Race.measured(1.2, 0.016, 0.48, 0.48, note="CPU measured here", gpu_assumed=True)
+    race = RaceWidget(measured=measured)
+    race.run.click()
+    race.mode.value = "measured"
+    assert race.result_text == ("1 step: CPU 1.2 ms, GPU 0.976 ms — the GPU wins "
+                                "(the GPU's times assumed, not measured).")
+    assert "With the assumed GPU, the GPU would win from 1 step on." in race.rule.value
+    assert "The GPU wins from" not in race.rule.value
 
 
 def test_view_is_an_ipywidgets_box():

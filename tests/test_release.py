@@ -194,3 +194,132 @@ def test_solutions_pass_every_hidden_test_on_cuda():
     errors = {cell.id: output.get("evalue") for cell in nb.cells if cell.cell_type == "code"
               for output in cell.outputs if output.output_type == "error"}
     assert errors == {}
+
+
+# ---------------------------------------------------------------- the checks, one by one
+@pytest.fixture(scope="module")
+def checks():
+    """The locked checks cell of the source, run on its own: the helpers every test cell uses."""
+    (cell,) = [c for c in SOURCE.cells if _meta(c).get("grade_id") == "checks"]
+    namespace = {"__name__": "checks"}
+    exec(compile(cell.source, "checks", "exec"), namespace)
+    return namespace
+
+
+LIES = """
+def __eq__(self, other): return True
+def __ne__(self, other): return False
+__lt__ = __le__ = __gt__ = __ge__ = __eq__
+def __hash__(self): return 0
+"""
+
+
+def _lying(base):
+    namespace = {}
+    exec(LIES, namespace)
+    methods = {k: v for k, v in namespace.items() if not k.startswith("__builtins")}
+    extra = {"strip": lambda self, *a: self, "upper": lambda self: self} if base is str else {}
+    return type(f"Lying{base.__name__.title()}", (base,), {**methods, **extra})
+
+
+def _fails(checks, function, *args, **kwargs) -> str:
+    with pytest.raises(checks["CheckFailed"]) as failure:
+        function(*args, **kwargs)
+    return str(failure.value)
+
+
+def test_an_answer_is_read_through_its_plain_type(checks):
+    """A float, int, str or tuple subclass whose comparisons all lie is judged on what it
+    holds, and so is an object whose __eq__ says yes to everything."""
+    import torch
+
+    lying_float, lying_int, lying_str, lying_tuple = map(_lying, (float, int, str, tuple))
+    anything = _lying(object)()
+    check_equal, check_close, check_number = (checks[n] for n in ("check_equal", "check_close",
+                                                                  "check_number"))
+    for got in (lying_int(), lying_float(), anything, lying_tuple((lying_int(), lying_int()))):
+        _fails(checks, check_equal, "x", got, 96)
+    _fails(checks, check_equal, "pair", lying_tuple((lying_int(), lying_int())), (96, 83))
+    _fails(checks, check_equal, "winner", lying_str(), "GPU")
+    _fails(checks, check_equal, "dtype", anything, torch.float64)
+    _fails(checks, check_equal, "steps", anything, None)
+    _fails(checks, check_close, "q2_mb", lying_float(), 0.786432, figures=2)
+    # A visible range check compares the plain value, not the liar's own < and >.
+    _fails(checks, check_number, "q2_mb", lying_float(), 0.001, 1000, "MB")
+    assert "should be a string" in _fails(checks, checks["plain_text"], "verdict", anything)
+    # The same values, honest, pass: what the conversion keeps is the value.
+    check_equal("x", lying_int(96), 96)
+    check_equal("pair", lying_tuple((96, 83)), (96, 83))
+    check_equal("winner", lying_str("GPU"), "GPU")
+    check_close("q2_mb", lying_float(0.786432), 0.786432, figures=2)
+    assert checks["plain_text"]("verdict", lying_str(" CPU")) == " CPU"
+
+
+def test_a_tensor_is_read_as_a_plain_tensor_the_check_makes(checks):
+    import torch
+
+    class LyingTensor(torch.Tensor):
+        exec(LIES)
+        device = dtype = shape = property(lambda self: "anything")
+
+    liar = torch.zeros(4, 3, dtype=torch.float64).as_subclass(LyingTensor)
+    plain = checks["plain_tensor"]("prepare_batch(...)", liar)
+    assert type(plain) is torch.Tensor
+    assert (plain.shape, plain.dtype, plain.device.type) == ((4, 3), torch.float64, "cpu")
+    assert "should be a tensor" in _fails(checks, checks["plain_tensor"], "result", [[0.0]])
+
+
+def test_precision_two_significant_figures_stated_and_checked(checks):
+    figures = checks["significant_figures"]
+    assert [figures(v) for v in (0.79, 0.5, 1, 1.0, 0.786432, 786432, 12.0, 0.48, 0.976)] == \
+        [2, 1, 1, 1, 6, 6, 2, 2, 3]
+    check_number, check_close = checks["check_number"], checks["check_close"]
+    # The visible test refuses an answer rounded further than asked, and says why.
+    for value in (0.5, 1, 0.8):
+        message = _fails(checks, check_number, "copy_ms", value, 1e-7, 1e6, "ms", figures=2)
+        assert "1 significant figure" in message and "at least 2" in message
+    check_number("q2_mb", 0.79, 0.001, 1000, "MB", figures=2)
+    # The hidden test accepts what two correct figures give, and no less.
+    check_close("q2_mb", 0.79, 0.786432, figures=2)
+    check_close("gpu_route_ms", 0.98, 0.976, figures=2)
+    check_close("copy_ms", 0.48, 0.48, figures=2)
+    message = _fails(checks, check_close, "q2_mb", 0.78, 0.786432, figures=2)
+    assert "precision" in message and "0.786" not in message and "0.79" not in message
+
+
+def test_bytes_instead_of_megabytes_gets_its_own_hint(checks):
+    message = _fails(checks, checks["check_number"], "q2_mb", 786432, 0.001, 1000, "MB")
+    assert "number of bytes" in message
+
+
+@pytest.mark.parametrize("error", [AssertionError("Torch not compiled with CUDA enabled"),
+                                   RuntimeError("No CUDA GPUs are available")])
+def test_a_function_that_asks_for_a_missing_gpu_gets_a_clear_message(checks, error):
+    def prepare_batch(batch, model):
+        raise error
+
+    checks["prepare_batch"] = prepare_batch
+    message = _fails(checks, checks["call"], "prepare_batch", None, None)
+    assert "this computer has none" in message and "next(model.parameters()).device" in message
+    assert "Traceback" not in message
+
+
+def test_a_stub_still_raises_not_implemented_through_call(checks):
+    def size_mb(shape, dtype):
+        raise NotImplementedError()
+
+    checks["size_mb"] = size_mb
+    with pytest.raises(NotImplementedError):
+        checks["call"]("size_mb", (1,), None)
+
+
+def test_release_with_a_hardcoded_cuda_device_fails_its_visible_test_clearly(no_nbgrader,
+                                                                          monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # as on a machine without a GPU
+    nb = subs.make_submission(subs.RELEASE, subs.MISTAKES["hardcodes_cuda"].answers)
+    nb.cells.append(nbformat.v4.new_code_cell("import nbgrader", id="probe-nbgrader"))
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
+    (test,) = [c for c in nb.cells if _meta(c).get("grade_id") == "test_q1_shape"]
+    (error,) = [o for o in test.outputs if o.output_type == "error"]
+    assert error.ename == "CheckFailed" and "this computer has none" in error.evalue
+    assert error.traceback == [f"CheckFailed: {error.evalue}"]  # one message, no traceback

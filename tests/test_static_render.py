@@ -2,6 +2,7 @@
 widget state has the shape GitHub needs, and the lesson shows its race without a kernel."""
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from html import unescape
@@ -73,14 +74,68 @@ def test_notebook_renders_to_html_without_a_kernel(name):
     assert "<html" in html and "jp-Notebook" in html
 
 
-def test_lesson_html_shows_the_race_fallback():
-    html = render(LESSON)
-    assert 'class="race-fallback"' in html, "the race's static fallback is not in the HTML"
-    rows = {tuple(unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in
+def _rows(html: str) -> set[tuple[str, ...]]:
+    return {tuple(unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in
                   re.findall(r"<td>(.*?)</td>", row))
             for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, flags=re.S)}
-    # The seed's answer, readable with no kernel: 3 steps, CPU 96 ticks, GPU 83, GPU wins.
+
+
+def _unfolded(html: str) -> str:
+    """What a reader sees before opening any <details> fold."""
+    return re.sub(r"<details>.*?</details>", "", html, flags=re.S)
+
+
+def test_lesson_html_shows_the_race_rules_and_folds_its_answer():
+    html = render(LESSON)
+    assert 'class="race-fallback"' in html, "the race's static fallback is not in the HTML"
+    (fallback,) = re.findall(r'<div class="race-fallback">.*?</details></div>', html, flags=re.S)
+    # Readable with no kernel: the rules, open; the results, behind "Answer".
+    assert "Total ticks: CPU = 32 × steps, GPU = 40 + steps + 40" in unescape(_unfolded(fallback))
+    assert _rows(_unfolded(fallback)) == set()
+    (folded,) = re.findall(r"<details><summary>Answer[^<]*</summary>(.*?)</details>", fallback,
+                           flags=re.S)
+    rows = _rows(folded)
     assert any(row[:3] == ("3", "96 ticks", "83 ticks") and row[3].startswith("GPU")
-               for row in rows if len(row) >= 4), "the fallback table lacks the 3-step row"
+               for row in rows if len(row) >= 4), "the folded table lacks the 3-step row"
     assert any(row[:3] == ("2", "64 ticks", "82 ticks") and row[3].startswith("CPU")
-               for row in rows if len(row) >= 4), "the fallback table lacks the 2-step row"
+               for row in rows if len(row) >= 4), "the folded table lacks the 2-step row"
+
+
+# What the lesson asks learners to predict, as its outputs would answer it: the dtypes of
+# tensor.py, which tensor sees the change to `a`, the device error, the verdict, the size of
+# size.py, the race, the three timings, and the Check yourself questions.
+PREDICTION_ANSWERS = (
+    "torch.float64 torch.float32", "5.0 0.0", "RuntimeError", "on the expected device",
+    "same device", "Verdict", "faster", "0.196608", "wins", "ticks —", "96 ticks", "83 ticks",
+    "81 ticks", "82 ticks", "64 ticks", "starts winning", "without synchronize",
+    "0.786432", "786,432", "786432", "0.79 MB", "float().to",
+)
+
+
+def _output_texts(notebook) -> list[str]:
+    texts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            parts = [output.get("text", ""), output.get("evalue", ""), *output.get("traceback", [])]
+            for value in output.get("data", {}).values():
+                parts.append(value if isinstance(value, str) else json.dumps(value))
+            texts.append(_unfolded(unescape("\n".join(parts))))
+    return texts
+
+
+@pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
+def test_no_saved_output_answers_a_prediction(root, name):
+    """Committed outputs are read before a cell runs: none may answer what the text asks
+    the learner to predict, except inside a fold the reader opens."""
+    answered = {answer for text in _output_texts(nbformat.read(root / name, as_version=4))
+                for answer in PREDICTION_ANSWERS if answer in text}
+    assert answered == set(), f"{name}: saved outputs answer a prediction: {sorted(answered)}"
+
+
+def test_the_spoiler_scan_would_catch_the_old_race_output():
+    old = ('<div class="race-fallback"><p>The GPU wins from 3 steps on.</p><table><tr><td>3</td>'
+           '<td>96 ticks</td></tr></table></div>')
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("display_data", data={"text/html": old})])])
+    assert {"wins", "96 ticks"} <= {a for t in _output_texts(notebook)
+                                    for a in PREDICTION_ANSWERS if a in t}
