@@ -12,7 +12,9 @@ Kinds kept: None, bool, int, float (NaN and infinities included), complex, str, 
 device, shape, requires_grad, exact bytes), ``torch.dtype``, ``torch.device``,
 ``torch.Size``, NumPy arrays and scalars, and ``torch.nn.Module`` (the standard layers in
 ``MODULES`` rebuilt as themselves, any other module as a ``ForeignModule`` holding the
-same parameters and buffers, without its forward). A subclass of any of these (a
+same parameters and buffers, without its forward). The arguments of one call are
+encoded together (``encode_values``), so that an optimizer in ``OPTIMIZERS`` can cross
+as one over the parameters of a model passed beside it, with its state. A subclass of any of these (a
 ``float`` whose ``__eq__`` lies, a tensor subclass) is kept as its base value: the lie
 stays behind. Anything else is ``Unencodable``.
 
@@ -39,7 +41,9 @@ MAX_BYTES = 64 * 1024 * 1024  # per bytes or BytesIO
 
 # Every kind this module writes; a dict with any other "$" is a caller's reference.
 KINDS = {"int", "float", "complex", "bytes", "bytesio", "tuple", "dict", "slice", "size",
-         "dtype", "device", "tensor", "ndarray", "npscalar", "module"}
+         "dtype", "device", "tensor", "ndarray", "npscalar", "module", "optimizer"}
+# Optimizers rebuilt as themselves, over the parameters of a model passed in the same call.
+OPTIMIZERS = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")
 
 
 class Unencodable(ValueError):
@@ -177,6 +181,7 @@ def _bounded(items, n):
 def _tensor(t, torch):
     # A subclass's __torch_function__ and properties stay behind: a plain tensor on the
     # same storage is what gets read.
+    requires_grad = bool(torch._C.TensorBase.requires_grad.__get__(t))
     with torch._C.DisableTorchFunctionSubclass():
         t = torch.Tensor.as_subclass(torch.Tensor.detach(t), torch.Tensor)
     if t.layout != torch.strided:
@@ -186,7 +191,7 @@ def _tensor(t, torch):
         raise Unencodable(f"a tensor of {n} numbers is more than {MAX_ELEMENTS}")
     device = str(t.device)
     data = {"$": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "device": device,
-            "shape": list(t.shape), "requires_grad": bool(t.requires_grad)}
+            "shape": list(t.shape), "requires_grad": requires_grad}
     if t.device.type == "meta":
         return data  # a meta tensor has a shape and a dtype, but no numbers
     flat = t.cpu().contiguous().reshape(-1)
@@ -407,6 +412,11 @@ def update_in_place(target, data) -> None:
             raise ValueError("the module came back as something else")
         _load_state(target, data, 0, torch)
         return
+    if torch is not None and isinstance(target, torch.optim.Optimizer):
+        if type(data) is not dict or data.get("$") != "optimizer":
+            raise ValueError("the optimizer came back as something else")
+        _load_optimizer_state(target, data)  # its parameters are the models' own
+        return
     new = decode(data)
     if torch is not None and isinstance(target, torch.Tensor):
         if not isinstance(new, torch.Tensor):
@@ -442,9 +452,96 @@ def mutable(value) -> bool:
     if isinstance(value, (list, dict, bytearray, io.BytesIO)):
         return True
     torch, np = _torch(), _numpy()
-    if torch is not None and isinstance(value, (torch.Tensor, torch.nn.Module)):
+    if torch is not None and isinstance(value, (torch.Tensor, torch.nn.Module,
+                                                torch.optim.Optimizer)):
         return True
     return np is not None and isinstance(value, np.ndarray)
+
+
+# -- the values of one call, together -------------------------------------------------------
+def encode_values(values: list) -> list:
+    """Encode a call's values (arguments, then keyword arguments) as one list, in which
+    an optimizer names its parameters by the model that holds them (its place and the
+    parameter's name)."""
+    torch = _torch()
+    params: dict[int, list] = {}
+    for place, value in enumerate(values):
+        if torch is not None and isinstance(value, torch.nn.Module):
+            for name, param in torch.nn.Module.named_parameters(value):
+                params.setdefault(id(param), [place, name])
+
+    def optimizer(value):
+        if torch is not None and isinstance(value, torch.optim.Optimizer):
+            return _optimizer(value, params, torch)
+        return None
+
+    return [encode(v, ref=optimizer) for v in values]
+
+
+def decode_values(datas: list) -> list:
+    """The values ``encode_values`` describes: models first, then the optimizers over them."""
+    if type(datas) is not list:
+        raise ValueError("a call's values must be a list")
+    values: list = [None] * len(datas)
+    later = []
+    for place, data in enumerate(datas):
+        if type(data) is dict and data.get("$") == "optimizer":
+            later.append(place)
+        else:
+            values[place] = decode(data)
+    for place in later:
+        values[place] = _decode_optimizer(datas[place], values)
+    return values
+
+
+def _optimizer(opt, params: dict, torch):
+    kind = type(opt).__name__
+    if kind not in OPTIMIZERS or type(opt).__module__.split(".")[:2] != ["torch", "optim"]:
+        raise Unencodable(f"a {kind} optimizer has no plain-data form")
+    state = torch.optim.Optimizer.state_dict(opt)
+    groups = []
+    for group, described in zip(opt.param_groups, state["param_groups"]):
+        refs = []
+        for param in group["params"]:
+            if id(param) not in params:
+                raise Unencodable("an optimizer over parameters of no model passed with it")
+            refs.append(params[id(param)])
+        settings = {k: v for k, v in described.items() if k != "params"}
+        groups.append({"params": refs, "settings": encode(settings)})
+    return {"$": "optimizer", "type": kind, "groups": groups, "state": encode(state["state"])}
+
+
+def _decode_optimizer(data, values: list):
+    import torch
+
+    kind = data.get("type")
+    if kind not in OPTIMIZERS:
+        raise ValueError(f"not an optimizer the grader rebuilds: {kind!r}")
+    groups, index = [], 0
+    for group in data.get("groups", []):
+        params = []
+        for place, name in group["params"]:
+            model = values[int(place)]
+            if not isinstance(model, torch.nn.Module):
+                raise ValueError("an optimizer's parameters must belong to a model in the call")
+            params.append(model.get_parameter(str(name)))
+        settings = decode(group["settings"])
+        if type(settings) is not dict or not all(type(k) is str for k in settings):
+            raise ValueError("an optimizer's settings must be named")
+        groups.append({**settings, "params": params})
+    opt = getattr(torch.optim, kind)(groups)
+    _load_optimizer_state(opt, data)
+    return opt
+
+
+def _load_optimizer_state(opt, data) -> None:
+    import torch
+
+    described = torch.optim.Optimizer.state_dict(opt)["param_groups"]
+    state = decode(data.get("state", {"$": "dict", "v": []}))
+    if type(state) is not dict:
+        raise ValueError("an optimizer's state must be a mapping")
+    opt.load_state_dict({"state": state, "param_groups": described})
 
 
 def _hashable(key):

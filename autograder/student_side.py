@@ -55,8 +55,9 @@ def call(namespace: dict, request: dict) -> dict:
     function = namespace.get(name)
     if function is None or not builtins.callable(function):
         return {"failed": f"`{name}` is not a function in your notebook"}
-    args = [plaindata.decode(a) for a in request["args"]]
-    kwargs = {str(k): plaindata.decode(v) for k, v in request["kwargs"]}
+    keys = [str(k) for k, _ in request["kwargs"]]
+    values = plaindata.decode_values(list(request["args"]) + [v for _, v in request["kwargs"]])
+    args, kwargs = values[:len(request["args"])], dict(zip(keys, values[len(request["args"]):]))
     try:
         result = function(*args, **kwargs)
     except KeyboardInterrupt:
@@ -71,14 +72,14 @@ def call(namespace: dict, request: dict) -> dict:
         data = plaindata.encode(result, ref=lambda v: identities.get(id(v)))
     except plaindata.Unencodable as exc:
         return {"unreadable": protocol.message_text(exc)}
-    return {"ok": data, "args": [_after(a) for a in args],
-            "kwargs": [[k, _after(v)] for k, v in kwargs.items()]}
+    return {"ok": data, **_after(args, kwargs)}
 
 
-def _after(value):
-    if not plaindata.mutable(value):
-        return None
+def _after(args: list, kwargs: dict) -> dict:
+    """The state of each argument a call can change in place (None for the others)."""
+    values = args + list(kwargs.values())
     try:
-        return plaindata.encode(value)
+        after = plaindata.encode_values([v if plaindata.mutable(v) else None for v in values])
     except plaindata.Unencodable:
-        return None
+        after = [None] * len(values)
+    return {"args": after[:len(args)], "kwargs": [[k, a] for k, a in zip(kwargs, after[len(args):])]}

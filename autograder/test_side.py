@@ -69,8 +69,8 @@ class StudentFunction:
 
     def __call__(self, *args, **kwargs):
         try:
-            sent_args = [plaindata.encode(a) for a in args]
-            sent_kwargs = [[k, plaindata.encode(v)] for k, v in kwargs.items()]
+            sent = plaindata.encode_values(list(args) + list(kwargs.values()))
+            sent_args, sent_kwargs = sent[:len(args)], [[k, v] for k, v in zip(kwargs, sent[len(args):])]
         except plaindata.Unencodable as exc:  # the test's own argument: an authoring bug
             raise TypeError(f"a test cannot pass this to {self.name}: {exc}") from None
         reply = ask(protocol.call_request(self.name, sent_args, sent_kwargs))

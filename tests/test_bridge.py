@@ -124,3 +124,34 @@ def test_a_forged_reply_is_only_a_failed_answer(monkeypatch, reply):
     assert isinstance(info.value, (test_side.StudentAnswerError, RuntimeError))
     assert x.tolist() == [0.0]
 
+
+
+def test_a_training_step_with_a_models_optimizer_trains_the_tests_own_model(student):
+    """A model and its optimizer cross together; the step made in the student's kernel
+    reaches the test's model (same Parameter objects) and the optimizer's state."""
+    exec("import torch\n"
+         "def train_step(model, optimizer, x, y):\n"
+         "    optimizer.zero_grad()\n"
+         "    loss = torch.nn.functional.mse_loss(model(x), y)\n"
+         "    loss.backward()\n"
+         "    optimizer.step()\n"
+         "    return loss.detach()", student)
+    train_step = bound(["train_step"])["train_step"]
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1)
+    twin = torch.nn.Linear(2, 1)
+    twin.load_state_dict(model.state_dict())
+    weight = model.weight
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+    x, y = torch.randn(8, 2), torch.randn(8, 1)
+    for _ in range(3):
+        loss = train_step(model, opt, x, y)
+        twin_opt.zero_grad()
+        expected = torch.nn.functional.mse_loss(twin(x), y)
+        expected.backward()
+        twin_opt.step()
+        assert torch.allclose(loss, expected.detach())
+    assert model.weight is weight and torch.allclose(model.weight, twin.weight)
+    momentum = opt.state_dict()["state"][0]["momentum_buffer"]
+    assert torch.allclose(momentum, twin_opt.state_dict()["state"][0]["momentum_buffer"])
