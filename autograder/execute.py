@@ -25,6 +25,7 @@ every test cell's points withheld (``withheld``), never given.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -48,6 +49,23 @@ LAST_RUN: dict = {}
 
 def grade_id(cell) -> str:
     return testplan.nbgrader_meta(cell).get("grade_id", "")
+
+
+class Clock(dict):
+    """Seconds spent in each step of one run, for the report and the benchmark. A step
+    inside another (the student's functions, inside test cells) is not counted twice."""
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        started = time.monotonic()
+        outer = getattr(self, "_inner", None)
+        self._inner = 0.0
+        try:
+            yield
+        finally:
+            spent = time.monotonic() - started
+            self[name] = round(self.get(name, 0.0) + spent - self._inner, 3)
+            self._inner = (outer or 0.0) + spent if outer is not None else None
 
 
 class TwoKernelExecute(Execute):
@@ -75,6 +93,7 @@ class TwoKernelExecute(Execute):
                                    self.events)
         self._stopped_by = ""
         self.answers_changed = True  # the test kernel must fetch the answers again
+        self.seconds = Clock()
         run_sync(self._async_grade)()
         return self.nb, self.resources
 
@@ -85,18 +104,25 @@ class TwoKernelExecute(Execute):
         kernel = testkernel.warm(self.config, Path(self.test_files), self.test_uid)
         self.reused_test_kernel = kernel.reused
         session, student_events = None, []
+        clock = self.seconds
         try:
-            session = await kernel.session(plan, self.timeout or 60, self.budget)
+            with clock.step("test kernel: start or reset"):
+                session = await kernel.session(plan, self.timeout or 60, self.budget)
+            starting = clock.step("student kernel: start")
+            starting.__enter__()
             async with self.async_setup_kernel(cwd="/"):
                 student_events = self.km.events
                 info = await self.async_wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
+                starting.__exit__(None, None, None)
                 bridge = StudentBridge(self)
                 for index, cell in enumerate(self.nb.cells):
                     if index in tests:
-                        await self._run_test(session, bridge, cell)
+                        with clock.step("test cells"):
+                            await self._run_test(session, bridge, cell)
                     else:
-                        await self._run_student_cell(cell, index)
+                        with clock.step("answer cells"):
+                            await self._run_student_cell(cell, index)
                 self.set_widgets_metadata()
         except testkernel.TestKernelProblem as problem:
             kernel.close()
@@ -106,7 +132,7 @@ class TwoKernelExecute(Execute):
                 session.end()
         self.events.extend(student_events)  # the watchdog's: memory, wall time
         self.km = None
-        LAST_RUN["events"] = self.events
+        LAST_RUN.update(events=self.events, seconds=dict(self.seconds))
 
     async def _run_student_cell(self, cell, index: int) -> None:
         runs = cell.cell_type == "code" and cell.source.strip()

@@ -70,11 +70,13 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
     cells = inbox.source_cells(course_root, assignment)
+    config = grading_config(course_root)
     to_grade, outcomes = [], {}
     for student in inbox.submitted_students(course_root, assignment):
         if not inbox.valid_student_id(student):
             continue  # imports never make such a folder; it is not a student's
-        files, refused = inbox.read_submission(course_root / "submitted" / student / assignment)
+        files, refused = inbox.read_submission(course_root / "submitted" / student / assignment,
+                                               config)
         digest = inbox.digest(files, refused)
         done = ledger.get(student)
         if done and done.get("digest") == digest and not force:

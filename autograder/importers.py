@@ -31,7 +31,7 @@ from traitlets import Integer
 from traitlets.config import Configurable
 
 from autograder import safefiles
-from autograder.config import load_course_config
+from autograder.config import file_limits, load_course_config
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.inbox import expected_notebooks, valid_student_id
 
@@ -61,9 +61,8 @@ def _nbgrader(course_root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _limits(config) -> tuple[int, int, int]:
-    each = int(config.CourseDirectory.get("max_file_size", 100_000)) * 1000
     limits = ImportLimits(config=config)
-    return each, limits.max_total_mb * 1_000_000, limits.max_entries
+    return file_limits(config)[0], limits.max_total_mb * 1_000_000, limits.max_entries
 
 
 # -- the nbgrader exchange ---------------------------------------------------------------
@@ -83,8 +82,7 @@ class SafeExchangeCollect(ExchangeCollect):
         self.src_records = kept
 
     def do_copy(self, src, dest, log=None):
-        each = int(self.coursedir.max_file_size) * 1000
-        files, refused = safefiles.regular_files(Path(src), each, int(self.coursedir.max_dir_size) * 1000)
+        files, refused = safefiles.regular_files(Path(src), *file_limits(self.config))
         _replace_folder(Path(dest), files)
         if refused:
             student = Path(dest).parent.name

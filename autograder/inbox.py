@@ -16,14 +16,12 @@ from pathlib import Path
 import nbformat
 
 from autograder import safefiles
+from autograder.config import file_limits
 from autograder.fates import INVALID_NOTEBOOK, NO_NOTEBOOK
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 FLAGS = ("grade", "solution", "locked", "task")
 SCHEMA_VERSION = 3
-# Read at most this much of a submission for its hash and checks (nbgrader's own
-# max_dir_size refuses larger ones when it copies them).
-MAX_BYTES = 100 * 1000 * 1000
 
 
 def valid_student_id(name: str) -> bool:
@@ -44,9 +42,10 @@ def submitted_students(course_root: Path, assignment: str) -> list[str]:
     return found
 
 
-def read_submission(folder: Path) -> tuple[dict[str, bytes], list[str]]:
-    """The submission's regular files, and what was refused (links, FIFOs, ...)."""
-    return safefiles.regular_files(folder, MAX_BYTES, MAX_BYTES)
+def read_submission(folder: Path, config) -> tuple[dict[str, bytes], list[str]]:
+    """The submission's regular files, and what was refused (links, FIFOs, files over
+    nbgrader's ``CourseDirectory.max_file_size``, folders over ``max_dir_size``)."""
+    return safefiles.regular_files(folder, *file_limits(config))
 
 
 def digest(files: dict[str, bytes], refused: list[str]) -> str:

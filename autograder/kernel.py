@@ -11,7 +11,9 @@ much the grader trusts the channel:
   notebook code runs, and never reconnects (``ZMQ_RECONNECT_IVL`` = -1): a kernel that
   later swaps a socket for a link cannot make the grader connect somewhere else. A
   message larger than ``Sandbox.max_message_mb`` cuts the kernel off
-  (``ZMQ_MAXMSGSIZE``) instead of filling the grader's memory;
+  (``ZMQ_MAXMSGSIZE``) instead of filling the grader's memory, and no send waits more
+  than ``SEND_TIMEOUT_MS`` on a kernel that is gone;
+- shutting a kernel down kills its whole process tree at once;
 - a watchdog thread kills the kernel's whole process tree when its memory (resident
   memory plus what it keeps in its tmpfs folders) or its lifetime passes the limit. What
   it did is kept in ``events``, in memory: the host reads no file a kernel could touch.
@@ -46,6 +48,7 @@ from autograder.sandbox import Sandbox
 WATCH_INTERVAL = 0.2
 SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
 TMPFS_MOUNTS = ("tmp", "dev/shm")
+SEND_TIMEOUT_MS = 5000
 
 
 def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
@@ -54,6 +57,7 @@ def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
     context.setsockopt(zmq.RECONNECT_IVL, -1)
     context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
     context.setsockopt(zmq.LINGER, 0)  # a closing client never waits on a kernel
+    context.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)  # nor does a send to one that is gone
     return context
 
 
@@ -282,8 +286,15 @@ class SandboxMixin(Configurable):
         return env
 
     async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False):
+        """Kill the kernel's whole tree; never ask it politely first. A sandboxed kernel
+        has nothing to save, and a request to one that is gone (or ignores it) would
+        only wait."""
+        self.shutting_down = True
         try:
-            await super()._async_shutdown_kernel(now=now, restart=restart)
+            self.stop_watching()
+            if self.provisioner is not None:
+                await self.provisioner.wait()
+            await self._async_cleanup_resources(restart=restart)
         finally:
             self.stop_watching()
             folder = getattr(self, "_made_root", None) or getattr(self, "_runtime_dir", None)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from autograder import execute, fates, safefiles, testkernel
-from autograder.config import grading_config
+from autograder.config import file_limits, grading_config
 
 DB_RETRIES = 3
 # The test kernel of slot N runs as uid_base + TEST_UID_OFFSET + N: never the uid of a
@@ -75,6 +75,12 @@ def _grade(root: Path, assignment: str, student: str, scratch: Path, sandbox: bo
             continue
         break
     clock.lap("autograde")
+    # Where autograde's time went: the two kernels' steps, and nbgrader's own
+    # (sanitize, restore the tests, save the grades, write the notebook).
+    steps = execute.LAST_RUN.get("seconds", {})
+    if steps:
+        clock.laps["nbgrader's own steps"] = round(clock.laps.pop("autograde") - sum(steps.values()), 3)
+        clock.laps.update(steps)
     if not ok:
         return fates.Outcome(student, fates.ERROR, details=["nbgrader autograde failed: " + _tail(log)],
                              phases=clock.laps)
@@ -91,9 +97,7 @@ def _config(root: Path, assignment: str, student: str, scratch: Path, sandbox: b
     config = grading_config(root)
     config.CourseDirectory.assignment_id = assignment
     config.CourseDirectory.student_id = student
-    course = config.CourseDirectory
-    each = int(course.get("max_file_size", 100_000)) * 1000
-    total = int(course.get("max_dir_size", 1_000_000)) * 1000
+    each, total = file_limits(config)
     config.SandboxMixin.use_bwrap = sandbox
     config.SandboxMixin.uid = _SLOT["uid"] if sandbox else -1
     config.SandboxMixin.runtime_root = str(scratch)

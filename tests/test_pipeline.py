@@ -106,16 +106,17 @@ def test_every_score_and_fate(graded):
 
 
 def test_tricks_gain_nothing_and_cover_every_weakness(graded):
-    """Every trick scores at most what its honest answers earn, and each weakness of
-    issue 8 has at least two tricks of its own."""
-    from tests.hostile._common import HONEST_SCORE, WEAKNESSES
+    """Every trick scores at most what its answers earn honestly (the trick's file works
+    that out from the tests its honest answers fail), never full marks, and each weakness
+    of issue 8 has at least two tricks of its own."""
+    from tests.hostile._common import WEAKNESSES
 
     course, cases, _, _ = graded
     outcomes = report(course)
     tricks = [c for c in cases if c.weakness]
     for case in tricks:
         if case.route != "placed":
-            assert outcomes[case.student]["score"] <= HONEST_SCORE < TOTAL, case.student
+            assert outcomes[case.student]["score"] <= case.expected_score < TOTAL, case.student
     per_weakness = {w: {c.student for c in tricks if c.weakness == w} for w in WEAKNESSES}
     assert all(len(students) >= 2 for students in per_weakness.values()), per_weakness
 
@@ -303,19 +304,27 @@ def give_to_ordinary_user(base: Path) -> None:
             os.chown(path, ORDINARY, ORDINARY, follow_symlinks=False)
 
 
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of running processes that contain ``text``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(cmdline)
-    return found
+def descendants(pid: int) -> list:
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def alive(proc) -> bool:
+    try:
+        return proc.is_running() and proc.status() != "zombie"
+    except Exception:  # noqa: BLE001 - gone
+        return False
+
+
+def cmdline(proc) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except Exception:  # noqa: BLE001 - gone, or a zombie
+        return ""
 
 
 def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(graded):
@@ -343,17 +352,20 @@ def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(grad
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
             time.sleep(0.2)
-        # Kill it while a sandboxed kernel of the next submission is running.
+        # Kill it while a student's sandboxed kernel of the next submission is running.
         while time.monotonic() < deadline and not any(
-                "kernel_entry" in p for p in processes_mentioning(str(course))):
+                "kernel_entry" in cmdline(p) and "student-files" in cmdline(p)
+                for p in descendants(run.pid)):
             time.sleep(0.05)
+        left = descendants(run.pid)
+        assert any("kernel_entry" in cmdline(p) for p in left)
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
-        # The killed grader's sandboxed kernels die with it: none is left running.
+        # The killed grader's workers and sandboxed kernels die with it: none is left.
         deadline = time.monotonic() + 15
-        while processes_mentioning(str(course)) and time.monotonic() < deadline:
+        while any(alive(p) for p in left) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert processes_mentioning(str(course)) == []
+        assert [cmdline(p)[:120] for p in left if alive(p)] == []
         done_before = {p.stem for p in ledger.glob("*.json")}
         assert 1 <= len(done_before) < len(picks)
 
