@@ -242,7 +242,8 @@ class StudentBridge:
         if not protocol.is_describe(prompt):
             ex.answers_changed = True  # a function may have changed the notebook's globals
         try:
-            return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
+            with ex.seconds.step("the student's functions, for tests"):
+                return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
         except asyncio.TimeoutError:
             ex.events.append({"event": "timeout", "grade_id": "(a test's call)",
                               "limit_s": round(self.left, 1)})

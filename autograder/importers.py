@@ -83,7 +83,7 @@ class SafeExchangeCollect(ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         files, refused = safefiles.regular_files(Path(src), *file_limits(self.config))
-        _replace_folder(Path(dest), files)
+        replace_folder(Path(dest), files)
         if refused:
             student = Path(dest).parent.name
             self.problems.append((student, INVALID_NOTEBOOK, "the exchange copy held what the "
@@ -169,7 +169,7 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
         contents = {file_id: data for file_id, (_, data, _) in files.items()}
         if stamps:
             contents["timestamp.txt"] = _timestamp(stamps[-1]).encode()
-        _replace_folder(course_root / "submitted" / student / assignment, contents)
+        replace_folder(course_root / "submitted" / student / assignment, contents)
     return problems
 
 
@@ -253,11 +253,11 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
             problems.append((student, INVALID_NOTEBOOK, "not taken: " + "; ".join(refused[:3])))
             _remove_folder(course_root / "submitted" / student / assignment)
             continue
-        _replace_folder(course_root / "submitted" / student / assignment, files)
+        replace_folder(course_root / "submitted" / student / assignment, files)
     return problems
 
 
-def _replace_folder(dest: Path, files: dict[str, bytes]) -> None:
+def replace_folder(dest: Path, files: dict[str, bytes]) -> None:
     """Make ``dest`` hold exactly ``files``: a new folder, then a rename over the old."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".incoming-", dir=dest.parent))

@@ -93,6 +93,14 @@ def unprivileged_problem(bwrap: str) -> str | None:
     return userns_problem(bwrap)
 
 
+def gpu_devices() -> list[str]:
+    """The NVIDIA device nodes of this machine (none on a machine without a GPU)."""
+    import glob
+
+    return sorted(p for p in glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")
+                  if os.path.exists(p) and not os.path.isdir(p))
+
+
 def _setpriv(uid: int) -> list[str]:
     setpriv = shutil.which("setpriv") or "setpriv"
     return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
@@ -154,8 +162,12 @@ class Sandbox(Configurable):
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)
     extra_ro_binds = List(
         Unicode(),
-        help="More host paths to bind read-only (e.g. data sets the notebook reads). "
-        "For GPU grading add the /dev/nvidia* devices here and set address_space_limit False.",
+        help="More host paths to bind read-only (e.g. data sets the notebook reads).",
+    ).tag(config=True)
+    devices = List(
+        Unicode(),
+        help="Device nodes to bind into the sandbox (course-grade --gpu binds the "
+        "/dev/nvidia* devices).",
     ).tag(config=True)
 
     def bwrap_path(self) -> str | None:
@@ -212,6 +224,8 @@ class Sandbox(Configurable):
         for path in self._runtime_paths() + list(self.extra_ro_binds):
             parents(path)
             args.extend(["--ro-bind", path, path])
+        for device in self.devices:
+            args.extend(["--dev-bind", device, device])
         args.extend(["--ro-bind", str(staging), STAGING_DIR])
         parents(str(runtime_dir))
         args.extend(["--bind", str(runtime_dir), str(runtime_dir)])

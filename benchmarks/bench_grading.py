@@ -79,7 +79,7 @@ def breakdown(course: Path) -> dict[str, float]:
         for step, seconds in row["phases"].items():
             steps[step] = steps.get(step, 0.0) + seconds / len(graded)
     start = time.perf_counter()
-    export_grades(course, ASSIGNMENT, course / "grades-again.csv")  # what the CLI does once
+    export_grades(course, [ASSIGNMENT], course / "grades-again.csv")  # what the CLI does once
     steps["export (once per run) / n"] = (time.perf_counter() - start) / max(1, len(rows))
     steps["per submission, all steps"] = sum(r["seconds"] for r in graded) / len(graded)
     return steps

@@ -157,13 +157,14 @@ def full_class() -> list[Case]:
     return cases
 
 
-def build_course(tmp: Path) -> Path:
+def build_course(tmp: Path, extra_config: str = "") -> Path:
     course = tmp / "course"
     course.mkdir()
     exchange = tmp / "exchange"
     exchange.mkdir()
     exchange.chmod(0o777)
-    config = (ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
+    config = ((ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
+              + extra_config)
     (course / "nbgrader_config.py").write_text(config)
     shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
