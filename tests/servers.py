@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,7 +47,8 @@ def _server_user() -> list[str]:
 def postgres(tmp: Path, database: str = "gradebook"):
     """A PostgreSQL server of its own; yields the SQLAlchemy URL of an empty database."""
     bin_dir = postgres_bin()
-    folder = tmp / "postgres"
+    # Its own folder, outside pytest's (which only root may enter).
+    folder = Path(tempfile.mkdtemp(prefix="cg-postgres-", dir="/tmp"))
     data, sockets = folder / "data", folder / "sockets"
     sockets.mkdir(parents=True)
     runas = _server_user()
@@ -66,6 +68,7 @@ def postgres(tmp: Path, database: str = "gradebook"):
     finally:
         subprocess.run(runas + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate",
                                 "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -88,8 +88,9 @@ def test_a_cluster_grades_into_postgresql_exactly_like_the_local_run(tmp_path, l
                           config=config)
         scores = {s["student"]: s["score"] for s in api.get_submissions(ASSIGNMENT)}
         assert scores == {s: score for s, (score, _) in local.items()}
-        # Workers wrote nothing into the course: every file there is the coordinator's.
-        assert not any((tmp_path / f"worker-{n}").iterdir() for n in range(2))
+        # The workers kept nothing in their own folders (each grades in a scratch folder
+        # it removes) and took nothing from the course's but the bytes they were sent.
+        assert [p for n in range(2) for p in (tmp_path / f"worker-{n}").iterdir()] == []
 
 
 def test_a_worker_killed_mid_batch_loses_no_grade_and_counts_none_twice(tmp_path, local):

@@ -408,3 +408,62 @@ def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace():
         assert got["uid"] == ORDINARY and 1 <= got["started"] <= 11
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
+    """reports/<assignment>/class-report.html: a page that opens without a server."""
+    from html.parser import HTMLParser
+
+    course, cases, _, _ = graded
+    page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.images, self.scripts = [], 0, 0
+            self._row = None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self._row = []
+            elif tag == "img" and dict(attrs).get("src", "").startswith("data:image/png;base64,"):
+                self.images += 1
+            elif tag == "script":
+                self.scripts += 1
+
+        def handle_data(self, data):
+            if self._row is not None and data.strip():
+                self._row.append(data.strip())
+
+        def handle_endtag(self, tag):
+            if tag == "tr" and self._row is not None:
+                self.rows.append(self._row)
+                self._row = None
+
+    parsed = Tables()
+    parsed.feed(page)
+    assert parsed.images == 2 and parsed.scripts == 0  # histogram and pass rates, inline
+    rows = {row[0]: row for row in parsed.rows}
+    # Per question: of the graded submissions, how many had full marks.
+    assert rows["test_q2_mb"][2] != "0" and rows["test_q2_mb"][3].endswith("%")
+    # The hint of the MiB mistake is counted, once per student who made it.
+    mib = [row for row in parsed.rows if len(row) == 3 and "that is in MiB" in row[2]
+           and row[1] == "test_q2_mb"]
+    assert mib and int(mib[0][0]) >= 1
+    fates = {row[0]: int(row[1]) for row in parsed.rows if len(row) == 2}
+    assert fates["graded"] == sum(1 for o in report(course).values() if o["fate"] == "graded")
+
+
+def test_grades_export_in_canvas_form(graded):
+    course, _, _, _ = graded
+    result = course_grade(course, "--export", "canvas")
+    assert result.returncode == 0, result.stderr[-2000:]
+    import csv
+
+    with open(course / "grades-canvas.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == TOTAL
+    by_login = {row[3]: float(row[5]) for row in rows[2:]}
+    assert by_login["ada"] == TOTAL and by_login["mistake-mib"] == MISTAKES["mib"].score
+    assert set(by_login) == set(report(course))

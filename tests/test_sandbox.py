@@ -160,3 +160,50 @@ def test_the_arguments_say_what_is_writable_and_how_large():
     writable = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     assert writable == ["/tmp/cg-1/k/s"]
     assert not any(str(ROOT / "source") in a for a in argv)
+
+
+def test_the_gpu_profile_binds_the_devices_lifts_the_address_limit_and_picks_a_gpu(monkeypatch):
+    from autograder import worker
+
+    devices = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
+    monkeypatch.setattr(worker, "gpu_devices", lambda: devices)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    config = Config()
+    worker.gpu_profile(config, slot=3)
+    sandbox = Sandbox(config=config)
+    assert sandbox.limits()["address_space_mb"] == 0  # CUDA reserves huge virtual ranges
+    text = " ".join(sandbox.argv(Path("/s"), Path("/r")))
+    assert all(f"--dev-bind {d} {d}" in text for d in devices)
+    assert list(config.SandboxMixin.extra_env) == ["CUDA_VISIBLE_DEVICES=1"]  # slot 3 of 2 GPUs
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # set by the worker's launcher: kept
+    worker.gpu_profile(config, slot=3)
+    assert list(config.SandboxMixin.extra_env) == ["CUDA_VISIBLE_DEVICES=5"]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_path):
+    """course-grade --gpu: the hidden tests run on CUDA too (their device lists add "cuda"
+    where the test kernel has a GPU)."""
+    import nbformat
+
+    from autograder import grade, inbox, testkernel, worker
+    from autograder.config import grading_config
+    from autograder.job import Job
+    from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
+    from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
+
+    course = build_course(tmp_path)
+    nb = make_submission(RELEASE, SOLUTIONS)
+    nb.cells.append(nbformat.v4.new_code_cell("import torch\nprint('cuda', torch.cuda.is_available())"))
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / NOTEBOOK)
+    files, _ = inbox.read_submission(folder, grading_config(course))
+    try:
+        result = worker.grade_job(Job("ada", "d", files, grade.course_files(course, ASSIGNMENT),
+                                      gpu=True))
+    finally:
+        testkernel.close_all()
+    outcome = grade.record(course, ASSIGNMENT, result)
+    assert outcome["score"] == TOTAL, outcome["details"]
+    assert b"cuda True" in result.autograded[NOTEBOOK]
