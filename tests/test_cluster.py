@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course, full_class
+from tests.class_fixture import ASSIGNMENT, build_course, full_class
 from tests.servers import dask_cluster, has_postgres, postgres
 
 pytestmark = [pytest.mark.slow,
@@ -45,6 +45,18 @@ def make_course(tmp: Path, db_url: str | None = None) -> tuple[Path, Path]:
 def course_grade(course: Path, *args: str, **kw):
     return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
                           capture_output=True, text=True, timeout=900, **kw)
+
+
+def start_and_await_a_grade(course: Path, inbox: Path, address: str):
+    """Start course-grade on the cluster; return once it has recorded its first grade."""
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
+                            "--folder", str(inbox), "--scheduler", address],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
+        time.sleep(0.2)
+    return run, ledger
 
 
 def outcomes(course: Path) -> dict[str, tuple]:
@@ -96,13 +108,7 @@ def test_a_cluster_grades_into_postgresql_exactly_like_the_local_run(tmp_path, l
 def test_a_worker_killed_mid_batch_loses_no_grade_and_counts_none_twice(tmp_path, local):
     with postgres(tmp_path) as url, dask_cluster(2, tmp_path) as (address, workers, _):
         course, inbox = make_course(tmp_path / "class", url)
-        run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
-                                "--folder", str(inbox), "--scheduler", address],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
-            time.sleep(0.2)
+        run, ledger = start_and_await_a_grade(course, inbox, address)
         os.killpg(workers["worker-0"].pid, signal.SIGKILL)  # with its kernels
         out, err = run.communicate(timeout=900)
         assert run.returncode == 0, err[-3000:]
@@ -118,13 +124,7 @@ def test_a_worker_killed_mid_batch_loses_no_grade_and_counts_none_twice(tmp_path
 def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, local):
     course, inbox = make_course(tmp_path / "class")
     with dask_cluster(1, _mk(tmp_path / "a")) as (address, _, scheduler):
-        run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
-                                "--folder", str(inbox), "--scheduler", address],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
-            time.sleep(0.2)
+        run, ledger = start_and_await_a_grade(course, inbox, address)
         os.killpg(scheduler.pid, signal.SIGKILL)
         out, err = run.communicate(timeout=600)
     assert run.returncode == 2, (run.returncode, err[-2000:])
