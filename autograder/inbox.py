@@ -20,6 +20,8 @@ from autograder.config import file_limits
 from autograder.fates import INVALID_NOTEBOOK, NO_NOTEBOOK
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# nbgrader's own cell names (feedback pages print them unescaped): letters, digits, _ and -.
+GRADE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 FLAGS = ("grade", "solution", "locked", "task")
 SCHEMA_VERSION = 3
 
@@ -117,9 +119,11 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
                                  or not isinstance(meta["points"], numbers.Real)
                                  or meta["points"] < 0):
             return f"{where}: nbgrader's 'points' must be a number"
+        grade_id = meta.get("grade_id")
+        if grade_id is not None and not (isinstance(grade_id, str) and GRADE_ID.match(grade_id)):
+            return f"{where} has an nbgrader cell name that is not a plain name"
         if not any(meta.get(flag) for flag in FLAGS):
             continue
-        grade_id = meta.get("grade_id")
         if not isinstance(grade_id, str):
             return f"{where} is an nbgrader cell without a name (grade_id)"
         if grade_id not in source:
