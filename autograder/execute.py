@@ -177,6 +177,8 @@ class TwoKernelExecute(Execute):
                 return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
             if event["event"] == "wall":
                 return f"killed after {event['limit_s']} s of wall time"
+            if event["event"] == "cpu_share":
+                return f"killed for keeping {event['cpus']:g} CPUs busy"
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
         return f"the kernel exited (status {code})"

@@ -46,6 +46,7 @@ from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
 WATCH_INTERVAL = 0.2
+CPU_WINDOW = 4.0  # seconds over which a kernel's CPU share is measured
 SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
 TMPFS_MOUNTS = ("tmp", "dev/shm")
 SEND_TIMEOUT_MS = 5000
@@ -92,17 +93,27 @@ def tmpfs_bytes(pids: list[int]) -> int:
 
 
 class Watchdog(threading.Thread):
-    """Kills the kernel's process tree when it passes its memory or wall-time limit."""
+    """Kills the kernel's process tree when it passes its memory, wall-time or CPU-share
+    limit.
 
-    def __init__(self, pid: int, memory_mb: int, wall_seconds: int, events: list):
+    The CPU share is the tree's CPU time per second over the last ``CPU_WINDOW`` seconds,
+    reaped children included: a kernel that keeps more than ``Sandbox.max_cpus`` cores
+    busy (many processes, each in a session of its own, which the scheduler would treat
+    as so many users) would starve the other students' kernels into timeouts.
+    """
+
+    def __init__(self, pid: int, sandbox, events: list):
         super().__init__(daemon=True, name=f"watchdog-{pid}")
-        self.pid, self.memory_mb, self.wall_seconds = pid, memory_mb, wall_seconds
-        self.events = events
+        self.pid, self.events = pid, events
+        self.memory_mb, self.wall_seconds = sandbox.memory_mb, sandbox.wall_seconds
+        self.max_cpus = sandbox.max_cpus
         self.stopped = threading.Event()
         self.started_at = time.monotonic()
+        self.samples: list[tuple[float, float]] = []
 
     def restart_clock(self) -> None:
         self.started_at = time.monotonic()
+        self.samples.clear()
 
     def run(self) -> None:
         while not self.stopped.wait(WATCH_INTERVAL):
@@ -113,23 +124,36 @@ class Watchdog(threading.Thread):
                 procs = [root] + root.children(recursive=True)
             except psutil.NoSuchProcess:
                 return
-            used = 0
-            for p in procs:
-                try:
-                    used += p.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass
-            used += tmpfs_bytes([p.pid for p in procs[1:]])
-            used_mb = used / 1e6
-            if self.memory_mb and used_mb > self.memory_mb:
-                self.events.append({"event": "memory", "used_mb": round(used_mb),
-                                    "limit_mb": self.memory_mb})
+            breach = self._breach(procs)
+            if breach:
+                self.events.append(breach)
                 kill_tree(self.pid)
                 return
-            if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
-                self.events.append({"event": "wall", "limit_s": self.wall_seconds})
-                kill_tree(self.pid)
-                return
+
+    def _breach(self, procs) -> dict | None:
+        used = cpu = 0.0
+        for p in procs:
+            try:
+                used += p.memory_info().rss
+                t = p.cpu_times()
+                cpu += t.user + t.system + t.children_user + t.children_system
+            except psutil.NoSuchProcess:
+                pass
+        used_mb = (used + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
+        if self.memory_mb and used_mb > self.memory_mb:
+            return {"event": "memory", "used_mb": round(used_mb), "limit_mb": self.memory_mb}
+        now = time.monotonic()
+        if self.wall_seconds and now - self.started_at > self.wall_seconds:
+            return {"event": "wall", "limit_s": self.wall_seconds}
+        self.samples.append((now, cpu))
+        while self.samples and now - self.samples[0][0] > CPU_WINDOW:
+            self.samples.pop(0)
+        first_time, first_cpu = self.samples[0]
+        if self.max_cpus and now - first_time >= CPU_WINDOW * 0.9:
+            share = (cpu - first_cpu) / (now - first_time)
+            if share > self.max_cpus:
+                return {"event": "cpu_share", "cpus": round(share, 1), "limit": self.max_cpus}
+        return None
 
 
 class SandboxMixin(Configurable):
@@ -222,8 +246,7 @@ class SandboxMixin(Configurable):
             await super()._async_launch_kernel(command, **kw)
         finally:
             log.close()
-        self._watchdog = Watchdog(self.provisioner.pid, sandbox.memory_mb,
-                                  sandbox.wall_seconds, self.events)
+        self._watchdog = Watchdog(self.provisioner.pid, sandbox, self.events)
         self._watchdog.start()
         self._wait_for_sockets()
 

@@ -41,7 +41,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode
 from traitlets.config import Configurable
 
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -117,6 +117,12 @@ class Sandbox(Configurable):
 
     cpu_seconds = Integer(
         300, help="CPU seconds a kernel may use in all (RLIMIT_CPU); then it is killed."
+    ).tag(config=True)
+    max_cpus = Float(
+        1.5, help="CPU cores a kernel's processes may keep busy together, on average over "
+        "4 s; above it the tree is killed (a kernel starting many busy processes, each in a "
+        "session of its own, would otherwise starve the other students' kernels). "
+        "0: no limit.",
     ).tag(config=True)
     wall_seconds = Integer(
         600, help="Wall-clock seconds a kernel may live; then its whole tree is killed."

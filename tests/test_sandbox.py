@@ -207,3 +207,36 @@ def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_pat
     outcome = grade.record(course, ASSIGNMENT, result)
     assert outcome["score"] == TOTAL, outcome["details"]
     assert b"cuda True" in result.autograded[NOTEBOOK]
+
+
+def test_a_kernel_that_keeps_many_cpus_busy_is_stopped(kernel_with):
+    """Busy processes, each in a session of its own (so many 'users' to the scheduler),
+    would starve the other kernels: the tree's CPU share is the limit."""
+    run = kernel_with(max_cpus=0.5)
+    try:
+        run("""
+import subprocess, time
+busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(3)]
+time.sleep(20)
+""", timeout=40)
+    except Exception:  # the kernel is killed mid-cell
+        pass
+    deadline = time.monotonic() + 10
+    while run.km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not run.km.is_alive()
+    assert [e["event"] for e in run.km.events] == ["cpu_share"]
+
+
+def test_one_busy_core_is_within_the_cpu_share(kernel_with):
+    run = kernel_with(max_cpus=1.5)
+    assert run("""
+import time
+end = time.monotonic() + 6
+n = 0
+while time.monotonic() < end:
+    n += 1
+print("done")
+""") == "done"
+    assert run.km.is_alive() and run.km.events == []
