@@ -117,7 +117,8 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
             ledger.put(outcome)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
-        to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu))
+        files, notes = inbox.without_copies(files, notebooks)
+        to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
     waiting = {job.student for job in to_grade}
     for entry in ledger.entries():  # import problems: no submitted folder to grade
         if entry["student_id"] not in outcomes and entry["student_id"] not in waiting:

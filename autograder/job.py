@@ -44,6 +44,7 @@ class Job:
     course: CourseFiles
     sandbox: bool = True
     gpu: bool = False
+    notes: tuple = ()                 # what the coordinator changed, for the outcome's details
 
 
 @dataclass

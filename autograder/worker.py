@@ -63,6 +63,7 @@ def grade_job(job: Job) -> Result:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     outcome.digest = job.digest
+    outcome.details = list(job.notes) + outcome.details
     outcome.seconds = round(time.monotonic() - start, 2)
     result.outcome = outcome.as_dict()
     stamp = job.files.get("timestamp.txt")
@@ -102,11 +103,16 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     clock.lap("feedback")
     if not feedback_ok:
         details.append("feedback failed: " + _tail(feedback_log))
+    # Only the notebooks and their feedback pages come back: nbgrader also copies the
+    # submission's other files there, and a student's evil.html beside the feedback page
+    # would open with the Jupyter server's origin.
     big = 1 << 40  # nbgrader wrote these here, from the kernels' messages: no bound needed
-    result.autograded = safefiles.regular_files(course / "autograded" / job.student / assignment,
-                                                big, big)[0]
+    graded = safefiles.regular_files(course / "autograded" / job.student / assignment, big, big)[0]
+    result.autograded = {n: d for n, d in graded.items() if n.endswith(".ipynb") and "/" not in n}
     folder = course / "feedback" / job.student / assignment
-    result.feedback = safefiles.regular_files(folder, big, big)[0] if folder.is_dir() else {}
+    pages = safefiles.regular_files(folder, big, big)[0] if folder.is_dir() else {}
+    result.feedback = {n: d for n, d in pages.items()
+                       if n.endswith(".html") and n[:-5] + ".ipynb" in result.autograded}
     score, max_score = _scores(config, assignment, job.student)
     return fates.Outcome(job.student, fate, score, max_score, details, phases=clock.laps)
 
