@@ -8,8 +8,8 @@ Threat model: the code inside is hostile (a student's notebook), or handles host
   filled with regular files only (the submission's own files for a student kernel, the
   instructor's data files for the test kernel);
 - writable: a size-limited tmpfs at /tmp (the kernel's working folder is /tmp/work,
-  filled from the staging folder at start), a size-limited tmpfs at /dev/shm, and the
-  kernel's runtime folder, which holds only its ipc sockets;
+  filled from the staging folder at start; its ipc sockets are there too) and a
+  size-limited tmpfs at /dev/shm, and nothing else: no host folder at all;
 - absent: the course folder (source/, the gradebook, other students' work), the
   nbgrader exchange, the instructor's home, the network.
 
@@ -188,7 +188,7 @@ class Sandbox(Configurable):
             "max_file_mb": self.max_file_mb,
         }
 
-    def command(self, staging: Path, runtime_dir: Path, uid: int) -> tuple[list[str], dict]:
+    def command(self, staging: Path, ro_files: list[Path], uid: int) -> tuple[list[str], dict]:
         """The command up to the kernel's own, and what kernel_entry must still do.
 
         ``uid`` >= 0 (root): bubblewrap runs as root, so that it can bind what only root
@@ -199,13 +199,13 @@ class Sandbox(Configurable):
         """
         bwrap = self.bwrap_path() or self.bwrap
         if uid < 0:
-            return self.argv(staging, runtime_dir, userns=True), {}
+            return self.argv(staging, ro_files, userns=True), {}
         steps = {"uid": uid}
         if userns_problem(bwrap, uid) is None:
             steps["nest"] = bwrap
-        return self.argv(staging, runtime_dir, userns=False), steps
+        return self.argv(staging, ro_files, userns=False), steps
 
-    def argv(self, staging: Path, runtime_dir: Path, userns: bool = True) -> list[str]:
+    def argv(self, staging: Path, ro_files=(), userns: bool = True) -> list[str]:
         """bwrap's arguments up to and including the ``--`` before the kernel command."""
         args = [self.bwrap_path() or self.bwrap]
         made: set[str] = set()
@@ -233,8 +233,9 @@ class Sandbox(Configurable):
         for device in self.devices:
             args.extend(["--dev-bind", device, device])
         args.extend(["--ro-bind", str(staging), STAGING_DIR])
-        parents(str(runtime_dir))
-        args.extend(["--bind", str(runtime_dir), str(runtime_dir)])
+        for path in ro_files:
+            parents(str(path))
+            args.extend(["--ro-bind", str(path), str(path)])
         args.extend(["--chdir", "/tmp"])
         if userns:
             args.extend(["--unshare-user", "--disable-userns"])

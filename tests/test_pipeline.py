@@ -397,7 +397,7 @@ def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace():
         sandbox = as_ordinary_user([sys.executable, "-c", "import json; from pathlib import Path; "
                                     "from autograder.sandbox import Sandbox; print(json.dumps("
                                     f"Sandbox().command(Path({str(work / 'staging')!r}), "
-                                    f"Path({str(work / 'sockets')!r}), -1)))"], work)
+                                    "[], -1)))"], work)
         argv, steps = json.loads(sandbox.stdout)
         assert "--unshare-user" in argv and "--disable-userns" in argv and steps == {}
         forks = as_ordinary_user(argv + [sys.executable, "-c", FORKS], work, timeout=120)
