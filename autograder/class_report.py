@@ -20,9 +20,10 @@ from autograder.config import grading_config
 from autograder.fates import FATES
 
 # A check's failure reads "<what> = <the answer>: <hint>"; the hint is what the class
-# has in common. A failure without that shape counts under its own first words.
+# has in common. Other failures (a name not defined, points withheld, a crash) say what
+# went wrong with one notebook, not a misconception, and are the fates' and feedback's.
 HINTED = re.compile(r"^[^=\n]{0,200}= [^:\n]{0,200}: (?P<hint>.+)$", re.S)
-SHOWN_MISTAKES = 10
+SHOWN_MISTAKES = 20
 
 
 def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
@@ -45,7 +46,8 @@ def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path
         rates=_png(_rates(questions)) if questions else "",
         mistakes="".join(
             f"<tr><td>{count}</td><td>{html.escape(cell)}</td><td>{html.escape(hint)}</td></tr>"
-            for (cell, hint), count in mistakes.most_common(SHOWN_MISTAKES)),
+            for (cell, hint), count in sorted(mistakes.items(),
+                                              key=lambda kv: (-kv[1], kv[0]))[:SHOWN_MISTAKES]),
         fates="".join(f"<tr><td>{html.escape(f)}</td><td>{fates[f]}</td></tr>"
                       for f in FATES if fates[f]),
     )
@@ -89,17 +91,17 @@ def hinted_mistakes(course_root: Path, assignment: str, students: list[str]) -> 
                     continue
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
-                        key = (meta.get("grade_id", "?"), _hint(str(out.get("evalue", ""))))
-                        if key not in seen:
+                        hint = _hint(str(out.get("evalue", "")))
+                        key = (meta.get("grade_id", "?"), hint)
+                        if hint and key not in seen:
                             seen.add(key)
                             counts[key] += 1
     return counts
 
 
-def _hint(message: str) -> str:
+def _hint(message: str) -> str | None:
     match = HINTED.match(message.strip())
-    text = match.group("hint") if match else message.strip()
-    return " ".join(text.split())[:160] or "(no message)"
+    return " ".join(match.group("hint").split())[:160] if match else None
 
 
 def _histogram(scores: list[float], max_score: float):

@@ -157,6 +157,11 @@ class TwoKernelExecute(Execute):
                                         f"over {limit} MB, or none in time)")
             await self.km.shutdown_kernel(now=True)
             cell.outputs = [error_output("KernelStopped", self._stopped_by)]
+        except Exception as exc:  # noqa: BLE001 - a message nbclient cannot read, and so on
+            self.student_kernel_stopped(where, "it sent a message the grader cannot read "
+                                        f"({type(exc).__name__})")
+            await self.km.shutdown_kernel(now=True)
+            cell.outputs = [error_output("KernelStopped", self._stopped_by)]
 
     async def _run_test(self, session, bridge, cell) -> None:
         if self._stopped_by:
@@ -172,6 +177,10 @@ class TwoKernelExecute(Execute):
         self.events.append({"event": "died", "where": where, "reason": self._stopped_by})
 
     def _death_reason(self) -> str:
+        oom = getattr(self.km, "oom_killed", lambda: False)()
+        if oom and not any(e["event"] == "memory" for e in getattr(self.km, "events", [])):
+            limit = Sandbox(config=self.config).memory_mb
+            self.km.events.append({"event": "memory", "used_mb": limit, "limit_mb": limit})
         for event in reversed(getattr(self.km, "events", [])):
             if event["event"] == "memory":
                 return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
