@@ -222,6 +222,9 @@ class TwoKernelExecute(Execute):
     async def _async_handle_timeout(self, timeout, cell=None):
         self.events.append({"event": "timeout", "grade_id": grade_id(cell) if cell else "",
                             "limit_s": timeout})
+        # The cell's own processes go first: busy ones would starve the kernel of the CPU
+        # share it needs to answer the interrupt, and whether it did would be luck.
+        getattr(self.km, "kill_strays", lambda: 0)()
         return await super()._async_handle_timeout(timeout, cell)
 
 

@@ -282,6 +282,7 @@ class SandboxMixin(Configurable):
             root = "" if not self.use_bwrap else _sandboxed_root(self.provisioner.pid)
             if root is not None and all(_is_socket(f"{root}{inside}-{p}") for p in ports):
                 self.ip = f"{root}{inside}"
+                self._own_processes = _tree(self.provisioner.pid)
                 return
             process = getattr(self.provisioner, "process", None)
             if process is not None and process.poll() is not None:
@@ -303,6 +304,22 @@ class SandboxMixin(Configurable):
         """Whether its control group's OOM killer took one of the kernel's processes."""
         group = getattr(self, "_group", None)
         return group is not None and group.oom_kills() > 0
+
+    def kill_strays(self) -> int:
+        """SIGKILL every process the kernel's code started (all of its tree that was not
+        there when its sockets appeared, before any notebook code ran), so that an
+        interrupt reaches a kernel whose children hold its CPU share. How many."""
+        own = getattr(self, "_own_processes", None)
+        pid = getattr(self.provisioner, "pid", None)
+        if own is None or not pid:
+            return 0
+        strays = [p for key, p in _tree(pid).items() if key not in own and _running(p)]
+        for p in strays:
+            try:
+                p.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
+                pass
+        return len(strays)
 
     def restart_wall_clock(self) -> None:
         """Count the wall-time limit from now (a kernel reused for another task)."""
@@ -365,6 +382,30 @@ class SandboxMixin(Configurable):
         if self.provisioner is not None and self.provisioner.pid:
             kill_tree(self.provisioner.pid)
         await super()._async_kill_kernel(restart=restart)
+
+
+def _tree(pid: int) -> dict:
+    """A process and its descendants, keyed by (pid, start time): a pid reused later is
+    another process."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return {}
+    tree = {}
+    for p in procs:
+        try:
+            tree[(p.pid, p.create_time())] = p
+        except psutil.NoSuchProcess:
+            continue
+    return tree
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _sandboxed_root(pid: int) -> str | None:

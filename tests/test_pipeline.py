@@ -429,6 +429,8 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
                 self.images += 1
             elif tag == "script":
                 self.scripts += 1
+            elif tag == "th":
+                self._row = None  # a table's header row: not data
 
         def handle_data(self, data):
             if self._row is not None and data.strip():
@@ -449,6 +451,9 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
     mib = [row for row in parsed.rows if len(row) == 3 and "that is in MiB" in row[2]
            and row[1] == "test_q2_mb"]
     assert mib and int(mib[0][0]) >= 1
+    # Only hints are counted there: a crash or a withheld cell is not a misconception.
+    hinted = [row for row in parsed.rows if len(row) == 3 and row[1].startswith("test_")]
+    assert hinted and not any("not defined" in row[2] or "Withheld" in row[2] for row in hinted)
     fates = {row[0]: int(row[1]) for row in parsed.rows if len(row) == 2}
     assert fates["graded"] == sum(1 for o in report(course).values() if o["fate"] == "graded")
 

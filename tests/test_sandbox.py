@@ -263,6 +263,29 @@ for p in busy:
     del used
 
 
+def test_a_timed_out_cells_processes_are_killed_and_the_kernel_kept(kernel_with):
+    """What TwoKernelExecute does before it interrupts a cell that ran out of time: every
+    process the notebook started goes (sessions of their own, orphans reparented inside the
+    sandbox), the kernel and bwrap stay."""
+    run = kernel_with()
+    assert run("""
+import os, subprocess
+busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(3)]
+middle = os.fork()
+if middle == 0:  # leaves an orphan: its parent exits at once, it is reparented
+    if os.fork() == 0:
+        while True:
+            pass
+    os._exit(0)
+os.waitpid(middle, 0)
+print(len(busy))
+""") == "3"
+    assert run.km.kill_strays() == 4
+    assert run("print(sum(p.poll() is not None for p in busy))") == "3"
+    assert run.km.is_alive() and run.km.kill_strays() == 0
+
+
 def test_one_busy_core_is_within_the_cpu_share(kernel_with):
     run = kernel_with(max_cpus=1.5)
     assert run("""
