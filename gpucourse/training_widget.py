@@ -42,6 +42,12 @@ CHUNK_SECONDS = 0.1
 SPEED_ROWS = 6  # the most recent settings shown in the table
 
 
+def _slider_look() -> dict:
+    """Both sliders one under the other, labels in one column, tracks long enough to aim at."""
+    return {"style": {"description_width": "210px"}, "layout": widgets.Layout(width="520px")}
+
+
+
 class TrainingWidget:
     """Read-every and batch-size sliders, Train and Stop, a live status line, the loss
     curve and a table of measured speeds. Each press of Train trains a fresh network (the
@@ -61,17 +67,17 @@ class TrainingWidget:
 
         self.read_every = named(widgets.IntSlider(
             value=read_every, min=1, max=100, description="Read the loss every N steps",
-            continuous_update=False, style={"description_width": "initial"}))
+            continuous_update=False, **_slider_look()))
         self.batch = named(widgets.SelectionSlider(
             options=list(BATCH_SIZES), value=batch_size, description="Batch size",
-            continuous_update=False, style={"description_width": "initial"}))
+            continuous_update=False, **_slider_look()))
         self.train_button = widgets.Button(description="Train", button_style="primary")
         self.stop_button = widgets.Button(description="Stop", disabled=True)
         self.status = widgets.HTML()
         self.curve = widgets.HTML()
         self.speeds = widgets.HTML()
         self.view = widgets.VBox([
-            widgets.HBox([self.read_every, self.batch]),
+            self.read_every, self.batch,
             widgets.HBox([self.train_button, self.stop_button]),
             self.status, self.curve, self.speeds, slider_namer()])
         for widget, name in [(self.view, "training"), (self.read_every, "training-read-every"),
@@ -139,7 +145,8 @@ class TrainingWidget:
         except RuntimeError:
             self.train_now()
             return
-        self.train_button.disabled = True  # at once, not when the task first runs
+        # At once, not when the task first runs: Stop works from the moment Train is pressed.
+        self.train_button.disabled, self.stop_button.disabled = True, False
         self._task = loop.create_task(self.train())
 
     def _on_stop(self, _button=None) -> None:

@@ -36,7 +36,7 @@ def test_train_runs_on_the_event_loop_stop_ends_it_and_sliders_start_new_rows():
 
     async def press_move_and_stop():
         widget.train_button.click()
-        assert widget.training and widget.train_button.disabled
+        assert widget.training and widget.train_button.disabled and not widget.stop_button.disabled
         await asyncio.sleep(0.15)
         seen.append((widget.train_button.disabled, widget.stop_button.disabled, widget.status_text))
         widget.read_every.value = 1
