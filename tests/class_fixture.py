@@ -157,7 +157,9 @@ def full_class() -> list[Case]:
     return cases
 
 
-def build_course(tmp: Path) -> Path:
+def build_course(tmp: Path, unit: str = ASSIGNMENT) -> Path:
+    """A course folder for ``unit`` (by default gpu_tensors, whose class this module
+    builds), its assignment generated into the gradebook, and the sentinel beside it."""
     course = tmp / "course"
     course.mkdir()
     exchange = tmp / "exchange"
@@ -165,8 +167,8 @@ def build_course(tmp: Path) -> Path:
     exchange.chmod(0o777)
     config = (ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
     (course / "nbgrader_config.py").write_text(config)
-    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
-    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    shutil.copytree(ROOT / "source" / unit, course / "source" / unit)
+    nbgrader(course, "generate_assignment", unit, "--force")
     sentinel(course).write_text("nobody may change this file\n")
     sentinel(course).chmod(0o600)
     return course

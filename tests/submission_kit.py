@@ -13,6 +13,7 @@ for the others; ``tests/units.py`` maps one to the other) exposes the same names
 - ``ALWAYS_EQUAL``: name -> answers whose objects claim to equal anything;
   ``ALWAYS_EQUAL_MAX``: the most such a submission may earn (a tenth of the total);
 - ``IMPLAUSIBLE``: one answer per answer cell that each visible test must refuse;
+- ``COURSE_GRADE_SAMPLE``: the few mistakes course-grade's own test grades;
 - ``DELETED`` and ``PASSED``: a mistake whose failing test the learner deleted, or
   replaced by ``pass``: (student, mistake, test cell or cells);
 - ``ANSWER_VALUES`` and ``answer_values_in(text)``: the answers as they would be printed,

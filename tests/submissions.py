@@ -237,6 +237,10 @@ IMPLAUSIBLE: dict[str, str] = {
     "q4_worked_example": "copy_ms = gpu_route_ms = -1\nverdict = 'the CPU'",
 }
 
+# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# a handful, chosen for what they send across its bridge between the two kernels.
+COURSE_GRADE_SAMPLE = ("mib", "mutates_batch")
+
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.
 DELETED = ("deleted_test_cell", "float64_bytes", "test_q2_mb")

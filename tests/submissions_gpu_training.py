@@ -234,6 +234,10 @@ IMPLAUSIBLE: dict[str, str] = {
     "q5_load_checkpoint": _load_checkpoint("return model.state_dict()"),
 }
 
+# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# a handful, chosen for what they send across its bridge between the two kernels.
+COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss")
+
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.
 DELETED = ("deleted_test_cell", "no_map_location", "test_q5_saved_on_gpu")
