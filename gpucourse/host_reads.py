@@ -66,6 +66,10 @@ def find_host_reads(device: str) -> list[Found]:
     return [_on_meta(line, run, loss) for line, run in LINES]
 
 
+# The one line that PyTorch's tuning guide does not list among the synchronizations.
+STAYS = "total += loss.detach()"
+
+
 def _on_gpu(line, run, loss) -> Found:
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -75,6 +79,10 @@ def _on_gpu(line, run, loss) -> Found:
         return Found(line, True, f"sync debug mode: {_short(error)}")
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    if line != STAYS:
+        # The mode does not see every synchronization: say so rather than call it free.
+        return Found(line, True, "sync debug mode raised nothing, but it misses some; "
+                     "PyTorch's tuning guide lists this line as a synchronization")
     return Found(line, False, "sync debug mode raised nothing")
 
 
