@@ -157,9 +157,7 @@ def full_class() -> list[Case]:
     return cases
 
 
-def build_course(tmp: Path, unit: str = ASSIGNMENT) -> Path:
-    """A course folder for ``unit`` (by default gpu_tensors, whose class this module
-    builds), its assignment generated into the gradebook, and the sentinel beside it."""
+def build_course(tmp: Path) -> Path:
     course = tmp / "course"
     course.mkdir()
     exchange = tmp / "exchange"
@@ -167,8 +165,8 @@ def build_course(tmp: Path, unit: str = ASSIGNMENT) -> Path:
     exchange.chmod(0o777)
     config = (ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
     (course / "nbgrader_config.py").write_text(config)
-    shutil.copytree(ROOT / "source" / unit, course / "source" / unit)
-    nbgrader(course, "generate_assignment", unit, "--force")
+    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     sentinel(course).write_text("nobody may change this file\n")
     sentinel(course).chmod(0o600)
     return course

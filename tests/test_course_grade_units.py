@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.class_fixture import build_course
-from units import UNITS, submissions
+from tests.class_fixture import ASSIGNMENT, build_course, nbgrader
+from units import ROOT, UNITS, submissions
 
 CLI = str(Path(sys.executable).parent / "course-grade")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
@@ -44,7 +44,10 @@ def graded(request, tmp_path_factory):
     unit = request.param
     subs = submissions(unit)
     tmp = tmp_path_factory.mktemp(f"grade-{unit}")
-    course = build_course(tmp, unit)
+    course = build_course(tmp)  # the test course, with the first unit in its gradebook
+    if unit != ASSIGNMENT:
+        shutil.copytree(ROOT / "source" / unit, course / "source" / unit)
+        nbgrader(course, "generate_assignment", unit, "--force")
     inbox = tmp / "inbox"
     inbox.mkdir()
     cases = _cases(subs)
