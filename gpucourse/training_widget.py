@@ -90,7 +90,7 @@ class TrainingWidget:
         self.batch.observe(self._on_batch, names="value")
         self.train_button.on_click(self._on_train)
         self.stop_button.on_click(self._on_stop)
-        self._set_status(f"Press Train to train on {self.device}.")
+        self._set_status(self._ready_text())
         self._draw()
 
     # -- what tests and the notebook read ---------------------------------------------
@@ -156,11 +156,21 @@ class TrainingWidget:
         if self.trainer is not None and self.training:
             self.trainer.set_read_every(change["new"])
             self._draw()
+        else:
+            self._set_status(self._ready_text())
 
     def _on_batch(self, change) -> None:
         if self.trainer is not None and self.training:
             self.trainer.set_batch_size(change["new"])
             self._draw()
+        else:
+            self._set_status(self._ready_text())
+
+    def _ready_text(self) -> str:
+        """What Train will do, said back when a slider moves: the settings as the kernel has them."""
+        every = self.read_every.value
+        return (f"Press Train to train on {self.device}, reading the loss every "
+                f"{'step' if every == 1 else f'{every} steps'}, in batches of {self.batch.value}.")
 
     # -- drawing --------------------------------------------------------------------------
     def _draw(self, ending: str | None = None) -> None:

@@ -10,13 +10,22 @@ from gpucourse.widget_access import NAME_SLIDERS_JS, SLIDER_CLASS
 
 def test_starts_idle_with_both_sliders_and_an_empty_curve():
     widget = TrainingWidget()
-    assert widget.status_text == "Press Train to train on cpu."
+    assert widget.status_text == ("Press Train to train on cpu, reading the loss every 10 steps, "
+                                  "in batches of 64.")
     assert widget.read_every.description == "Read the loss every N steps"
     assert widget.read_every.value == 10 and (widget.read_every.min, widget.read_every.max) == (1, 100)
     assert widget.batch.description == "Batch size" and list(widget.batch.options) == list(BATCH_SIZES)
     assert widget.train_button.description == "Train" and not widget.train_button.disabled
     assert widget.stop_button.description == "Stop" and widget.stop_button.disabled
     assert "no read of the loss yet" in widget.curve.value and widget.speeds.value == ""
+
+
+def test_moving_a_slider_while_idle_says_what_train_will_do():
+    widget = TrainingWidget()
+    widget.read_every.value = 1
+    widget.batch.value = 256
+    assert widget.status_text == ("Press Train to train on cpu, reading the loss every step, "
+                                  "in batches of 256.")
 
 
 def test_train_without_an_event_loop_trains_to_the_end_and_reports_measured_speed():

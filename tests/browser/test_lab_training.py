@@ -56,9 +56,12 @@ def test_training_lesson_runs_and_the_widget_is_played_with_the_keyboard(lab, pa
     page.keyboard.press("ArrowRight")
     expect(page.locator(".training-batch .widget-readout")).to_have_text("128")
 
+    # The kernel has both values (the status line says them back) before Train is pressed.
+    status = page.locator(".training-status")
+    expect(status).to_have_text("Press Train to train on cpu, reading the loss every step, in "
+                                "batches of 128.", timeout=30_000)
     tab_until(page, lambda: focused_in(page, ".training-train"))
     page.keyboard.press("Enter")
-    status = page.locator(".training-status")
     expect(status).to_contain_text("training: step", timeout=30_000)
     expect(status).to_contain_text("measured: ", timeout=30_000)
     expect(page.locator(".training-stop")).to_be_enabled()
