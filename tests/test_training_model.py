@@ -144,3 +144,18 @@ def test_on_a_gpu_the_trainer_and_the_measurement_run_there():
     cost = measure_reads("cuda", steps=20, min_run_time=0.05)
     assert "(measured on cuda, batch 64)" in cost.lines()[0]
     assert cost.explain().startswith("On this GPU, reading every step was")
+
+
+def test_on_the_cpu_steps_run_on_one_thread_and_the_setting_is_put_back(monkeypatch):
+    seen = []
+    trainer = Trainer()
+    original = trainer._one_step
+    monkeypatch.setattr(trainer, "_one_step", lambda segment: (seen.append(torch.get_num_threads()),
+                                                               original(segment)))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        trainer.run(steps=3)
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
