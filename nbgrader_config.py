@@ -51,6 +51,7 @@ c.LimitOutput.max_traceback = 50
 # process tree.
 c.Sandbox.cpu_seconds = 300        # CPU time of the kernel (RLIMIT_CPU)
 c.Sandbox.wall_seconds = 600       # lifetime of the kernel, whatever it is doing
+c.Sandbox.max_cpus = 1.5           # cores its processes may keep busy together (over 4 s)
 c.Sandbox.memory_mb = 4096         # resident memory of the process tree + its tmpfs files
 # RLIMIT_AS (2 x memory_mb per process) stops fast allocations early but breaks CUDA:
 # set False when grading on a GPU (and bind /dev/nvidia* with Sandbox.extra_ro_binds).

@@ -4,90 +4,154 @@
     course-grade gpu_tensors --zip download.zip   # from an LMS zip download
     course-grade gpu_tensors --folder notebooks/  # <student>.ipynb files
     course-grade gpu_tensors                      # what is already in submitted/
+    course-grade --all                            # every assignment of the course
+    course-grade --all --scheduler tcp://HOST:8786   # on a Dask cluster
 
 Exit status: 0 when the batch completed (whatever the submissions' fates), 2 for what
 only the instructor can fix (no bubblewrap, assignment not in the gradebook, bad input
-path), 1 for anything unexpected.
+path, a lost cluster), 1 for anything unexpected.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
 
-from autograder import importers
+from autograder import importers, inbox
 from autograder.grade import InstructorError, grade_assignment
-from autograder.report import export_grades, summary_table, write_report
+from autograder.report import (export_canvas, export_grades, summary_table, write_class_report,
+                               write_report)
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="course-grade", description=__doc__.split("\n\n")[0])
-    p.add_argument("assignment", help="assignment id, e.g. gpu_tensors")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("assignment", nargs="?", help="assignment id, e.g. gpu_tensors")
+    which.add_argument("--all", action="store_true",
+                       help="every assignment in source/ (what is in submitted/, or --collect)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--collect", action="store_true",
                         help="import from the nbgrader exchange (nbgrader collect)")
     source.add_argument("--zip", type=Path, metavar="FILE",
-                        help="import an LMS zip download (nbgrader zip_collect)")
+                        help="import an LMS zip download (one assignment)")
     source.add_argument("--folder", type=Path, metavar="DIR",
-                        help="import a folder of notebooks named <student>.ipynb")
+                        help="import a folder of notebooks named <student>.ipynb (one assignment)")
     p.add_argument("--course", type=Path, default=Path.cwd(),
                    help="course folder holding nbgrader_config.py (default: here)")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
-                   help="submissions graded at once (default: the number of CPUs)")
+                   help="submissions graded at once on this machine (default: the number of CPUs)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster: its scheduler, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--gpu", action="store_true",
+                   help="grade on GPUs: bind /dev/nvidia* into the sandbox, no address-space "
+                   "limit, one GPU per worker")
+    p.add_argument("--export", choices=["canvas"], action="append", default=[],
+                   help="also write grades in an LMS's import format (canvas: grades-canvas.csv)")
     p.add_argument("--force", action="store_true",
                    help="grade every submission again, even unchanged ones")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run student code WITHOUT bubblewrap (only for trusted submissions)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.all and (args.zip or args.folder):
+        p.error("--zip and --folder import one assignment: name it instead of --all")
+    return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     course = args.course.resolve()
     try:
+        assignments = [args.assignment] if args.assignment else all_assignments(course)
         if args.no_sandbox:
             print("course-grade: WARNING: --no-sandbox: student code runs as you, with your "
                   "files and network. Use it only for submissions you trust.", file=sys.stderr)
-        run_import(args, course)
-        outcomes = run_grading(args, course)
+        with executor_for(args) as executor:
+            graded = {}
+            for assignment in assignments:
+                run_import(args, course, assignment)
+                graded[assignment] = run_grading(args, course, assignment, executor)
     except (InstructorError, importers.ImportFailed) as exc:
         print(f"course-grade: {exc}", file=sys.stderr)
         return 2
     grades = course / "grades.csv"
-    export_grades(course, args.assignment, grades)
-    report_json, _ = write_report(outcomes, course / "reports" / args.assignment)
-    print(summary_table(outcomes))
-    print(f"\ngrades: {grades}\nreport: {report_json}\nfeedback: {course / 'feedback'}")
+    export_grades(course, assignments, grades)
+    for name in args.export:
+        print(f"{name} grades: {export_canvas(course, assignments, course / 'grades-canvas.csv')}")
+    for assignment, outcomes in graded.items():
+        folder = course / "reports" / assignment
+        report_json, _ = write_report(outcomes, folder)
+        page = write_class_report(course, assignment, outcomes, folder)
+        if len(graded) > 1:
+            print(f"\n{assignment}")
+        print(summary_table(outcomes))
+        print(f"report: {report_json}\nclass report: {page}")
+    print(f"\ngrades: {grades}\nfeedback: {course / 'feedback'}")
     return 0
 
 
-def run_import(args, course: Path) -> None:
+def all_assignments(course: Path) -> list[str]:
+    found = sorted(p.name for p in (course / "source").iterdir()
+                   if p.is_dir() and inbox.expected_notebooks(course, p.name))
+    if not found:
+        raise InstructorError(f"no assignments in {course / 'source'}")
+    return found
+
+
+@contextlib.contextmanager
+def executor_for(args):
+    """The Dask cluster's executor with --scheduler, else None (a local pool per run)."""
+    if not args.scheduler:
+        yield None
+        return
+    from distributed import Client
+
+    try:
+        client = Client(args.scheduler, timeout="20s")
+    except OSError as exc:
+        raise InstructorError(f"cannot reach the Dask scheduler at {args.scheduler} ({exc}); "
+                              "start it with `dask scheduler`") from None
+    if not client.scheduler_info().get("workers"):
+        client.close()
+        raise InstructorError(f"the Dask scheduler at {args.scheduler} has no workers; start "
+                              "them with `dask worker " + args.scheduler + "`")
+    # A job runs once on one worker; Dask moves it elsewhere if its worker dies.
+    options = {"pure": False}
+    if args.gpu:
+        options["resources"] = {"GPU": 1}
+    try:
+        yield client.get_executor(**options)
+    finally:
+        client.close()
+
+
+def run_import(args, course: Path, assignment: str) -> None:
     if args.zip and not args.zip.is_file():
         raise InstructorError(f"no such zip file: {args.zip}")
     if args.folder and not args.folder.is_dir():
         raise InstructorError(f"no such folder: {args.folder}")
     if args.collect:
-        problems = importers.import_exchange(course, args.assignment)
+        problems = importers.import_exchange(course, assignment)
     elif args.zip:
-        problems = importers.import_zip(course, args.assignment, args.zip.resolve())
+        problems = importers.import_zip(course, assignment, args.zip.resolve())
     elif args.folder:
-        problems = importers.import_folder(course, args.assignment, args.folder.resolve())
+        problems = importers.import_folder(course, assignment, args.folder.resolve())
     else:
         return
     for student, _, message in problems:
         print(f"course-grade: {student or 'import'}: {message}", file=sys.stderr)
-    importers.record_problems(course, args.assignment, problems)
+    importers.record_problems(course, assignment, problems)
 
 
-def run_grading(args, course: Path) -> list[dict]:
+def run_grading(args, course: Path, assignment: str, executor) -> list[dict]:
     from tqdm import tqdm
 
-    with tqdm(total=0, desc="grading", unit="submission", file=sys.stderr,
+    with tqdm(total=0, desc=f"grading {assignment}", unit="submission", file=sys.stderr,
               disable=args.no_progress) as bar:
-        return grade_assignment(course, args.assignment, jobs=args.jobs,
-                                sandbox=not args.no_sandbox, force=args.force, progress=bar)
+        return grade_assignment(course, assignment, jobs=args.jobs, sandbox=not args.no_sandbox,
+                                force=args.force, executor=executor, gpu=args.gpu, progress=bar)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,13 @@ def gradebook_url(config: Config, course_root: Path) -> str:
     return url
 
 
+def file_limits(config: Config) -> tuple[int, int]:
+    """Bytes per file and per submission folder: nbgrader's own CourseDirectory limits."""
+    course = config.CourseDirectory
+    return (int(course.get("max_file_size", 100_000)) * 1000,
+            int(course.get("max_dir_size", 1_000_000)) * 1000)
+
+
 def grading_config(course_root: Path) -> Config:
     """nbgrader's config for course-grade: the course's own, with our pieces on top."""
     config = load_course_config(course_root)

@@ -25,13 +25,13 @@ every test cell's points withheld (``withheld``), never given.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
@@ -48,6 +48,23 @@ LAST_RUN: dict = {}
 
 def grade_id(cell) -> str:
     return testplan.nbgrader_meta(cell).get("grade_id", "")
+
+
+class Clock(dict):
+    """Seconds spent in each step of one run, for the report and the benchmark. A step
+    inside another (the student's functions, inside test cells) is not counted twice."""
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        started = time.monotonic()
+        outer = getattr(self, "_inner", None)
+        self._inner = 0.0
+        try:
+            yield
+        finally:
+            spent = time.monotonic() - started
+            self[name] = round(self.get(name, 0.0) + spent - self._inner, 3)
+            self._inner = (outer or 0.0) + spent if outer is not None else None
 
 
 class TwoKernelExecute(Execute):
@@ -75,6 +92,7 @@ class TwoKernelExecute(Execute):
                                    self.events)
         self._stopped_by = ""
         self.answers_changed = True  # the test kernel must fetch the answers again
+        self.seconds = Clock()
         run_sync(self._async_grade)()
         return self.nb, self.resources
 
@@ -85,18 +103,25 @@ class TwoKernelExecute(Execute):
         kernel = testkernel.warm(self.config, Path(self.test_files), self.test_uid)
         self.reused_test_kernel = kernel.reused
         session, student_events = None, []
+        clock = self.seconds
         try:
-            session = await kernel.session(plan, self.timeout or 60, self.budget)
+            with clock.step("test kernel: start or reset"):
+                session = await kernel.session(plan, self.timeout or 60, self.budget)
+            starting = clock.step("student kernel: start")
+            starting.__enter__()
             async with self.async_setup_kernel(cwd="/"):
                 student_events = self.km.events
                 info = await self.async_wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
+                starting.__exit__(None, None, None)
                 bridge = StudentBridge(self)
                 for index, cell in enumerate(self.nb.cells):
                     if index in tests:
-                        await self._run_test(session, bridge, cell)
+                        with clock.step("test cells"):
+                            await self._run_test(session, bridge, cell)
                     else:
-                        await self._run_student_cell(cell, index)
+                        with clock.step("answer cells"):
+                            await self._run_student_cell(cell, index)
                 self.set_widgets_metadata()
         except testkernel.TestKernelProblem as problem:
             kernel.close()
@@ -106,7 +131,7 @@ class TwoKernelExecute(Execute):
                 session.end()
         self.events.extend(student_events)  # the watchdog's: memory, wall time
         self.km = None
-        LAST_RUN["events"] = self.events
+        LAST_RUN.update(events=self.events, seconds=dict(self.seconds))
 
     async def _run_student_cell(self, cell, index: int) -> None:
         runs = cell.cell_type == "code" and cell.source.strip()
@@ -132,6 +157,11 @@ class TwoKernelExecute(Execute):
                                         f"over {limit} MB, or none in time)")
             await self.km.shutdown_kernel(now=True)
             cell.outputs = [error_output("KernelStopped", self._stopped_by)]
+        except Exception as exc:  # noqa: BLE001 - a message nbclient cannot read, and so on
+            self.student_kernel_stopped(where, "it sent a message the grader cannot read "
+                                        f"({type(exc).__name__})")
+            await self.km.shutdown_kernel(now=True)
+            cell.outputs = [error_output("KernelStopped", self._stopped_by)]
 
     async def _run_test(self, session, bridge, cell) -> None:
         if self._stopped_by:
@@ -147,11 +177,17 @@ class TwoKernelExecute(Execute):
         self.events.append({"event": "died", "where": where, "reason": self._stopped_by})
 
     def _death_reason(self) -> str:
+        oom = getattr(self.km, "oom_killed", lambda: False)()
+        if oom and not any(e["event"] == "memory" for e in getattr(self.km, "events", [])):
+            limit = Sandbox(config=self.config).memory_mb
+            self.km.events.append({"event": "memory", "used_mb": limit, "limit_mb": limit})
         for event in reversed(getattr(self.km, "events", [])):
             if event["event"] == "memory":
                 return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
             if event["event"] == "wall":
                 return f"killed after {event['limit_s']} s of wall time"
+            if event["event"] == "cpu_share":
+                return f"killed for keeping {event['cpus']:g} CPUs busy"
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
         return f"the kernel exited (status {code})"
@@ -216,7 +252,8 @@ class StudentBridge:
         if not protocol.is_describe(prompt):
             ex.answers_changed = True  # a function may have changed the notebook's globals
         try:
-            return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
+            with ex.seconds.step("the student's functions, for tests"):
+                return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
         except asyncio.TimeoutError:
             ex.events.append({"event": "timeout", "grade_id": "(a test's call)",
                               "limit_s": round(self.left, 1)})

@@ -63,6 +63,10 @@ def decide(events: list[dict]) -> tuple[str, list[str]]:
         elif kind == "wall":
             wall = True
             details.append(f"kernel killed after {e['limit_s']} s of wall time")
+        elif kind == "cpu_share":
+            wall = True
+            details.append(f"kernel killed for keeping {e['cpus']:g} CPUs busy "
+                           f"(limit {e['limit']:g})")
         elif kind == "timeout":
             timeouts.append(e.get("grade_id") or "a cell")
         elif kind == "died":

@@ -11,7 +11,9 @@ Everything else in the page is the student's: markdown, HTML outputs, SVG, JavaS
 widget state. An instructor who opens the page from the Jupyter server would run any
 script in it with the server's origin. So the page is sanitized with nbconvert's own
 parts (bleach): the ``SanitizeHTML`` preprocessor keeps only safe output types and
-cleans HTML outputs and markdown sources; ``HTMLExporter.sanitize_html`` cleans outputs
+cleans HTML outputs and markdown sources; ``BoundedMarkup`` keeps that work bounded;
+``SafeOutputMetadata`` keeps of outputs' metadata only an image's size (templates write
+it unquoted); ``HTMLExporter.sanitize_html`` cleans outputs
 as the classic template renders them; and the ``feedback_sanitized`` template (nbgrader's
 feedback page, whose markdown block skips that step) cleans every markdown cell after
 rendering, since markdown makes ``javascript:`` links out of plain text. No scripts, no
@@ -22,10 +24,76 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
 
 HIDDEN_NOTE = "# (hidden tests: their code is not shown)"
+
+
+class BoundedMarkup(Preprocessor):
+    """Keeps the work of sanitizing a page bounded, whatever the notebook holds.
+
+    The HTML sanitizer (bleach, html5lib) takes time that grows with the square of how
+    deeply formatting tags nest: a markdown cell of 300,000 nested ``<b>`` tags would keep
+    one page's feedback busy for hours. A notebook may show ``MAX_TAGS`` tags in all, in
+    its markdown cells and its HTML, markdown and SVG outputs; a cell or output past that
+    is shown as a note instead (the notebook itself still holds it).
+    """
+
+    enabled = True
+    MAX_TAGS = 10_000
+    MARKUP = ("text/html", "text/markdown", "image/svg+xml")
+
+    def preprocess(self, nb, resources):
+        self._left = self.MAX_TAGS
+        return super().preprocess(nb, resources)
+
+    def _allows(self, text) -> bool:
+        tags = str(text).count("<")
+        if tags > self._left:
+            return False
+        self._left -= tags
+        return True
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type in ("markdown", "raw") and not self._allows(cell.source):
+            cell.source = (f"*(This {cell.cell_type} cell, {len(cell.source):,} characters, has "
+                           "more markup than the feedback page shows; see the notebook.)*")
+            cell.pop("attachments", None)
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for mime in [m for m in self.MARKUP if m in data]:
+                if not self._allows(data[mime]):
+                    del data[mime]
+                    data.setdefault("text/plain", "(output with more markup than the "
+                                                  "feedback page shows; see the notebook)")
+        return cell, resources
+
+
+class SafeOutputMetadata(Preprocessor):
+    """Keeps of each output's metadata only an image's whole-number width and height.
+
+    nbconvert's templates write ``width={{ width | escape_html }}`` without quotes, so a
+    width of "1 onerror=..." would become an event handler; a ``filenames`` entry would
+    choose an image's address. Neither is the student's to set in the instructor's page.
+    """
+
+    enabled = True
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        for output in cell.get("outputs", []):
+            if "metadata" not in output:
+                continue
+            kept = {}
+            for mime, meta in dict(output.metadata).items():
+                if mime.startswith("image/") and isinstance(meta, dict):
+                    sizes = {k: v for k, v in meta.items() if k in ("width", "height")
+                             and isinstance(v, int) and not isinstance(v, bool)}
+                    if sizes:
+                        kept[mime] = sizes
+            output.metadata = NotebookNode(kept)
+        return cell, resources
 
 
 class HideHiddenTests(ClearHiddenTests):
@@ -69,7 +137,8 @@ def configure_feedback(config) -> None:
     from nbgrader.converters import GenerateFeedback
 
     defaults = list(GenerateFeedback.class_traits()["preprocessors"].default())
-    config.GenerateFeedback.preprocessors = [HideHiddenTests, SanitizeHTML, *defaults]
+    config.GenerateFeedback.preprocessors = [HideHiddenTests, BoundedMarkup, SafeOutputMetadata,
+                                             SanitizeHTML, *defaults]
     config.SanitizeHTML.enabled = True
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     exporter = config.GenerateFeedback.HTMLExporter

@@ -1,25 +1,31 @@
-"""Grade a class: every new or changed submission, N at once, each in its own sandbox.
+"""Grade a class: every new or changed submission, N at once, each in its own sandboxes.
 
-The parent decides what to grade (content hash against the ledger), rejects what cannot
-be graded (no notebook, invalid notebook) without starting a kernel, hands the rest to a
-pool of worker processes, and records each result in the ledger as it arrives. Workers
-write the gradebook themselves, each for its own student; SQLite's busy timeout (in the
-gradebook URL) and a retry keep concurrent writers from failing with "database is
-locked".
+The coordinator decides what to grade (content hash against the ledger), rejects what
+cannot be graded (no notebook, invalid notebook) without starting a kernel, and sends
+the rest, as ``autograder.job.Job``s, to workers: a local process pool, or a Dask cluster
+(``scheduler``). Both are ``concurrent.futures`` executors and both run
+``autograder.worker.grade_job``: there is one path for what happens to a submission.
+Results come back as bytes, and only the coordinator writes the course folder and the
+gradebook (nbgrader's own SaveAutoGrades and AssignLatePenalties, so SQLite never has two
+writers), then the ledger. A worker that dies mid-job is replaced (by Dask, which runs
+the job again elsewhere, or as the pool's error); a result is recorded once, by digest.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
-from autograder import fates, inbox
+from autograder import fates, inbox, safefiles
 from autograder.config import grading_config
+from autograder.job import CourseFiles, Job, Result
 from autograder.ledger import Ledger
 from autograder.sandbox import Sandbox, unprivileged, unprivileged_problem
-from autograder.worker import grade_submission, init_worker
+from autograder.worker import grade_job, init_worker
+
+IN_FLIGHT_PER_WORKER = 3  # jobs sent ahead of results: bounds the coordinator's memory
 
 
 class InstructorError(Exception):
@@ -60,21 +66,44 @@ def roster(course_root: Path) -> list[str]:
         return sorted(s.id for s in gb.students)
 
 
+def course_files(course_root: Path, assignment: str) -> CourseFiles:
+    """What a worker needs of the course for this assignment."""
+    from nbgrader.api import Gradebook
+
+    config = grading_config(course_root)
+    source, refused = safefiles.regular_files(course_root / "source" / assignment,
+                                              1 << 30, 1 << 32)
+    if refused:
+        raise InstructorError(f"source/{assignment} holds what the grader will not read: "
+                              + "; ".join(refused[:3]))
+    with Gradebook(config.CourseDirectory.db_url) as gb:
+        duedate = gb.find_assignment(assignment).duedate
+    return CourseFiles(assignment, (course_root / "nbgrader_config.py").read_text(), source,
+                       duedate.isoformat() if duedate else None)
+
+
 def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = None,
-                     sandbox: bool = True, force: bool = False,
-                     on_result: Callable[[dict], None] | None = None,
+                     sandbox: bool = True, force: bool = False, executor=None,
+                     gpu: bool = False, on_result: Callable[[dict], None] | None = None,
                      progress=None) -> list[dict]:
-    """Grade what needs grading; return every submission's outcome (old and new)."""
+    """Grade what needs grading; return every submission's outcome (old and new).
+
+    ``executor``: where jobs run (a Dask client's executor); None: a local pool of ``jobs``.
+    """
     course_root = Path(course_root).resolve()
     check_ready(course_root, assignment, sandbox)
+    config = grading_config(course_root)
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
     cells = inbox.source_cells(course_root, assignment)
-    to_grade, outcomes = [], {}
+    files_of_course = course_files(course_root, assignment)
+    to_grade: list[Job] = []
+    outcomes: dict[str, dict] = {}
     for student in inbox.submitted_students(course_root, assignment):
         if not inbox.valid_student_id(student):
             continue  # imports never make such a folder; it is not a student's
-        files, refused = inbox.read_submission(course_root / "submitted" / student / assignment)
+        files, refused = inbox.read_submission(course_root / "submitted" / student / assignment,
+                                               config)
         digest = inbox.digest(files, refused)
         done = ledger.get(student)
         if done and done.get("digest") == digest and not force:
@@ -88,26 +117,131 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
             ledger.put(outcome)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
-        to_grade.append((student, digest))
+        files, notes = inbox.without_copies(files, notebooks)
+        to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
+    waiting = {job.student for job in to_grade}
     for entry in ledger.entries():  # import problems: no submitted folder to grade
-        if entry["student_id"] not in outcomes and all(s != entry["student_id"] for s, _ in to_grade):
+        if entry["student_id"] not in outcomes and entry["student_id"] not in waiting:
             outcomes[entry["student_id"]] = {**entry, "this_run": "import"}
             _zero_submission(course_root, assignment, entry["student_id"])
     for student in roster(course_root):
-        if student not in outcomes and all(s != student for s, _ in to_grade):
+        if student not in outcomes and student not in waiting:
             outcomes[student] = fates.Outcome(
                 student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict()
 
     if progress is not None:
         progress.reset(total=len(to_grade))
-    for result in _run_pool(course_root, assignment, to_grade, jobs, sandbox):
-        ledger.put(result)
-        outcomes[result["student_id"]] = {**result, "this_run": "graded"}
+    for result in run_jobs(to_grade, jobs, executor):
+        outcome = record(course_root, assignment, result)
+        ledger.put(outcome)
+        outcomes[outcome["student_id"]] = {**outcome, "this_run": "graded"}
         if on_result:
-            on_result(result)
+            on_result(outcome)
         if progress is not None:
             progress.update(1)
     return [outcomes[s] for s in sorted(outcomes)]
+
+
+def run_jobs(jobs_to_run: list[Job], jobs: int | None, executor=None):
+    """Each job's Result, as they complete, from ``executor`` or a local pool."""
+    if not jobs_to_run:
+        return
+    if executor is not None:
+        yield from _complete(executor, jobs_to_run, _workers(executor))
+        return
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(jobs_to_run)))
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=init_worker) as pool:
+        yield from _complete(pool, jobs_to_run, workers)
+
+
+def _complete(executor, jobs_to_run: list[Job], workers: int):
+    """Submit a bounded window of jobs at a time; yield Results as they complete."""
+    queue = list(reversed(jobs_to_run))
+    running: dict = {}
+    while queue or running:
+        while queue and len(running) < workers * IN_FLIGHT_PER_WORKER:
+            job = queue.pop()
+            running[executor.submit(grade_job, job)] = job
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in done:
+            job = running.pop(future)
+            try:
+                yield future.result()
+            except Exception as exc:  # a worker that died outright, or a lost cluster
+                if _lost_cluster(exc):
+                    raise InstructorError(
+                        f"lost the Dask scheduler ({type(exc).__name__}: {exc}). What was "
+                        "graded is recorded; run the same command again to grade the rest."
+                    ) from None
+                yield Result(fates.Outcome(job.student, fates.ERROR, digest="",
+                                           details=[f"grading worker failed: {exc}"]).as_dict())
+
+
+def _workers(executor) -> int:
+    client = getattr(executor, "_client", None)
+    if client is None:
+        return os.cpu_count() or 1
+    return max(1, sum(w.get("nthreads", 1) for w in
+                      client.scheduler_info().get("workers", {}).values()))
+
+
+def _lost_cluster(exc: BaseException) -> bool:
+    kind = type(exc).__name__
+    return kind in ("CommClosedError", "CancelledError") or (
+        kind.endswith("TimeoutError") and "scheduler" in str(exc).lower())
+
+
+def record(course_root: Path, assignment: str, result: Result) -> dict:
+    """Write a Result into the course: its files, then its grades with nbgrader's own
+    preprocessors, into whatever gradebook the course uses."""
+    outcome = dict(result.outcome)
+    student = outcome["student_id"]
+    _replace(course_root / "autograded" / student / assignment, result.autograded)
+    _replace(course_root / "feedback" / student / assignment, result.feedback)
+    notebooks = {name: data for name, data in result.autograded.items()
+                 if name.endswith(".ipynb") and "/" not in name}
+    if not notebooks:
+        _zero_submission(course_root, assignment, student)
+        return outcome
+    score, max_score = _save_grades(course_root, assignment, student, notebooks,
+                                    result.timestamp)
+    outcome["score"], outcome["max_score"] = score, max_score
+    return outcome
+
+
+def _save_grades(course_root: Path, assignment: str, student: str,
+                 notebooks: dict[str, bytes], timestamp: str | None) -> tuple[float, float]:
+    import nbformat
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+    from nbgrader.utils import parse_utc
+
+    config = grading_config(course_root)
+    db_url = config.CourseDirectory.db_url
+    with Gradebook(db_url) as gb:
+        gb.update_or_create_student(student)
+        stamp = parse_utc(timestamp) if timestamp else None
+        if stamp is not None:
+            gb.update_or_create_submission(assignment, student, timestamp=stamp)
+        else:
+            gb.update_or_create_submission(assignment, student)
+    for name, data in notebooks.items():
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        resources = {"nbgrader": {"notebook": name[: -len(".ipynb")], "assignment": assignment,
+                                  "student": student, "db_url": db_url}}
+        for preprocessor in (SaveAutoGrades, AssignLatePenalties):
+            preprocessor(config=config).preprocess(nb, resources)
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(assignment, student)
+        return float(submission.score), float(submission.max_score)
+
+
+def _replace(dest: Path, files: dict[str, bytes]) -> None:
+    from autograder.importers import replace_folder
+
+    if files or dest.exists():
+        replace_folder(dest, files)
 
 
 def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
@@ -125,25 +259,3 @@ def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
             for grade in notebook.grades:
                 grade.auto_score = 0
         gb.db.commit()
-
-
-def _run_pool(course_root: Path, assignment: str, to_grade, jobs, sandbox):
-    if not to_grade:
-        return
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(to_grade)))
-    context = multiprocessing.get_context("spawn")
-    slots = context.Queue()
-    for slot in range(jobs):
-        slots.put(slot)
-    # Without root, kernels get user namespaces instead of uids (see autograder.sandbox).
-    uid_base = -1 if unprivileged() else Sandbox(config=grading_config(course_root)).uid_base
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker,
-                             initargs=(slots, uid_base)) as pool:
-        futures = {pool.submit(grade_submission, str(course_root), assignment, student,
-                               digest, sandbox): student for student, digest in to_grade}
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except Exception as exc:  # a worker that died outright
-                yield fates.Outcome(futures[future], fates.ERROR,
-                                    details=[f"grading worker failed: {exc}"]).as_dict()

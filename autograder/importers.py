@@ -17,6 +17,7 @@ never the end of the import.
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -26,14 +27,15 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from nbgrader.exchange.abc.exchange import ExchangeError
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Integer
 from traitlets.config import Configurable
 
 from autograder import safefiles
-from autograder.config import load_course_config
+from autograder.config import file_limits, load_course_config
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
-from autograder.inbox import expected_notebooks, valid_student_id
+from autograder.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
 
@@ -61,36 +63,100 @@ def _nbgrader(course_root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _limits(config) -> tuple[int, int, int]:
-    each = int(config.CourseDirectory.get("max_file_size", 100_000)) * 1000
     limits = ImportLimits(config=config)
-    return each, limits.max_total_mb * 1_000_000, limits.max_entries
+    return file_limits(config)[0], limits.max_total_mb * 1_000_000, limits.max_entries
 
 
 # -- the nbgrader exchange ---------------------------------------------------------------
 class SafeExchangeCollect(ExchangeCollect):
-    """nbgrader's collect, refusing unsafe student ids and copying regular files only."""
+    """nbgrader's collect, for inbound folders that students wrote.
+
+    Each ``<student>+<assignment>+<timestamp>+<random>`` folder is taken only if it is a
+    folder (not a link or a file), its student id is a plain identifier, its timestamp
+    reads as a date, and (with ``check_owner``, nbgrader's default) it belongs to the
+    system user of that name; anything else is a problem of that entry, never the end of
+    the collect. The copy holds regular files only, within nbgrader's size limits, and a
+    timestamp.txt written from the folder's own date.
+    """
 
     def init_src(self):
-        super().init_src()
+        if self.coursedir.course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        self.course_path = os.path.join(self.root, self.coursedir.course_id)
+        self.inbound_path = os.path.join(self.course_path, "inbound")
+        if not os.path.isdir(self.inbound_path):
+            self.fail(f"Course not found: {self.inbound_path}")
         self.problems: list[Problem] = []
-        kept = []
-        for record in self.src_records:
-            if valid_student_id(record["username"]):
-                kept.append(record)
-            else:
-                self.problems.append(("", NO_NOTEBOOK, f"exchange entry {record['filename'][:80]!r}: "
-                                      "not a plain student id; not collected"))
-        self.src_records = kept
+        records: dict[str, list[dict]] = {}
+        for entry in sorted(os.scandir(self.inbound_path), key=lambda e: e.name):
+            record = self._record(entry)
+            if record is not None:
+                records.setdefault(record["username"], []).append(record)
+        self.duedate = self._duedate()
+        self.src_records = []
+        for attempts in records.values():
+            attempts.sort(key=lambda r: r["timestamp"], reverse=True)
+            on_time = [r for r in attempts if self.duedate and r["timestamp"] <= self.duedate]
+            self.src_records.append(on_time[0] if on_time and self.before_duedate else attempts[0])
+
+    def _record(self, entry) -> dict | None:
+        from nbgrader.utils import parse_utc
+
+        parts = entry.name.rsplit("+", 3)
+        if len(parts) != 4 or parts[1] != self.coursedir.assignment_id:
+            return None  # another assignment's, or not nbgrader's
+        student, _, stamp, _ = parts
+        shown = repr(entry.name[:80])
+        if not valid_student_id(student):
+            why, student = "not a plain student id", ""
+        elif not entry.is_dir(follow_symlinks=False):
+            why = "not a folder"
+        elif not TIMESTAMP.match(stamp):
+            why = "its date does not read as one"
+        else:
+            why = self._owner_problem(entry, student)
+            if why is None:
+                return {"username": student, "filename": entry.name,
+                        "timestamp": parse_utc(stamp), "stamp": stamp}
+        self.problems.append((student, NEEDS_REVIEW if student else NO_NOTEBOOK,
+                              f"exchange entry {shown}: {why}; not collected"))
+        return None
+
+    def _owner_problem(self, entry, student: str) -> str | None:
+        if not self.check_owner:
+            return None
+        try:
+            owner = pwd.getpwuid(entry.stat(follow_symlinks=False).st_uid).pw_name
+        except (KeyError, OSError):
+            owner = "an unknown user"
+        if owner != student:
+            return (f"it belongs to {owner}, not {student} (set "
+                    "c.ExchangeCollect.check_owner = False where all students share one "
+                    "system user)")
+        return None
+
+    def _duedate(self):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            try:
+                return gb.find_assignment(self.coursedir.assignment_id).duedate
+            except MissingEntry:
+                return None
 
     def do_copy(self, src, dest, log=None):
-        each = int(self.coursedir.max_file_size) * 1000
-        files, refused = safefiles.regular_files(Path(src), each, int(self.coursedir.max_dir_size) * 1000)
-        _replace_folder(Path(dest), files)
+        student = Path(dest).parent.name
+        try:
+            files, refused = safefiles.regular_files(Path(src), *file_limits(self.config))
+        except safefiles.Unsafe as exc:
+            files, refused = {}, [str(exc)]
         if refused:
-            student = Path(dest).parent.name
             self.problems.append((student, INVALID_NOTEBOOK, "the exchange copy held what the "
                                   "grader will not open: " + "; ".join(refused[:3])))
             _remove_folder(Path(dest))
+            return
+        files["timestamp.txt"] = Path(src).name.rsplit("+", 3)[2].encode()
+        replace_folder(Path(dest), files)
 
 
 def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
@@ -105,74 +171,100 @@ def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
         coursedir=CourseDirectory(config=config),
         authenticator=Authenticator(config=config), config=config)
     collect.update = True
-    collect.start()
+    try:
+        collect.start()
+    except ExchangeError as exc:  # no exchange, no course in it: the instructor's to fix
+        raise ImportFailed(f"nbgrader collect: {exc}") from None
     return list(getattr(collect, "problems", []))
 
 
 # -- an LMS zip download -----------------------------------------------------------------
 def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Problem]:
+    """Import an LMS download: each student's latest attempt, within bounds per file,
+    per student (nbgrader's max_file_size and max_dir_size) and per download."""
     from nbgrader.plugins import FileNameCollectorPlugin
 
     config = load_course_config(course_root)
     each, total_limit, max_entries = _limits(config)
+    per_student = file_limits(config)[1]
     plugin = FileNameCollectorPlugin(config=config)
     problems: list[Problem] = []
     chosen: dict[str, dict[str, tuple]] = {}  # student -> file -> (timestamp, bytes, entry)
     ties: dict[str, set[str]] = {}
+    refused: set[str] = set()  # students with an entry that was not taken
+    spent: dict[str, int] = {}
     total = 0
     try:
         archive = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ImportFailed(f"{Path(zip_path).name} is not a zip file we can read ({exc})") from None
+
+    def refuse(student: str, fate: str, message: str) -> None:
+        problems.append((student, fate, message))
+        if student:
+            refused.add(student)
+
     with archive:
         entries = [e for e in archive.infolist() if not e.is_dir()]
         for number, entry in enumerate(entries):
             name = entry.filename
             info = _parse_entry(plugin, name)
             student = info.get("student_id", "") if info else ""
-            if number >= max_entries:
-                problems.append((student, NO_NOTEBOOK, f"{_shown(name)}: the download has more "
-                                 f"than {max_entries} entries; the rest were not read"))
-                continue
+            if student and not valid_student_id(student):
+                student = ""
             why = _entry_problem(name, info)
             if why:
-                problems.append((student, NO_NOTEBOOK if not student else INVALID_NOTEBOOK, why))
-                continue
-            if entry.file_size > each or total + entry.file_size > total_limit:
-                problems.append((student, INVALID_NOTEBOOK, f"{_shown(name)} is too large "
-                                 f"({entry.file_size // 1000} kB)"))
-                continue
-            try:
-                with archive.open(entry) as f:
-                    data = f.read(each + 1)  # the declared size may lie
-            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
-                problems.append((student, INVALID_NOTEBOOK, f"{_shown(name)} cannot be read ({exc})"))
-                continue
-            if len(data) > each:
-                problems.append((student, INVALID_NOTEBOOK, f"{_shown(name)} is too large"))
-                continue
-            total += len(data)
-            stamp = info.get("timestamp") or ""
-            file_id = info["file_id"]
-            previous = chosen.setdefault(student, {}).get(file_id)
-            if previous is None or stamp > previous[0]:
-                chosen[student][file_id] = (stamp, data, name)
-                ties.get(student, set()).discard(file_id)
-            elif stamp == previous[0]:
-                ties.setdefault(student, set()).add(file_id)
-    for student, files in sorted(chosen.items()):
+                refuse(student, NO_NOTEBOOK if not student else INVALID_NOTEBOOK, why)
+            elif number >= max_entries or total + entry.file_size > total_limit:
+                refuse(student, NEEDS_REVIEW, f"{_shown(name)} was not read: the download is "
+                       "larger than the import limits (c.ImportLimits); import the rest apart")
+            elif entry.file_size > each or spent.get(student, 0) + entry.file_size > per_student:
+                refuse(student, INVALID_NOTEBOOK, f"{_shown(name)} is too large "
+                       f"({entry.file_size // 1000} kB; a submission may hold {per_student // 1000} kB)")
+            else:
+                try:
+                    with archive.open(entry) as f:
+                        data = f.read(each + 1)  # the declared size may lie
+                except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
+                    refuse(student, INVALID_NOTEBOOK, f"{_shown(name)} cannot be read ({exc})")
+                    continue
+                if len(data) > each:
+                    refuse(student, INVALID_NOTEBOOK, f"{_shown(name)} is too large")
+                    continue
+                total += len(data)
+                spent[student] = spent.get(student, 0) + len(data)
+                _choose(chosen, ties, student, info, data, name)
+    notebooks = expected_notebooks(course_root, assignment)
+    for student in sorted(set(chosen) | refused):
+        folder = course_root / "submitted" / student / assignment
+        files = chosen.get(student, {})
         if ties.get(student):
             problems.append((student, NEEDS_REVIEW, "two attempts of "
                              f"{', '.join(sorted(ties[student]))} with the same date: neither "
                              "was taken; keep one in the download"))
-            _remove_folder(course_root / "submitted" / student / assignment)
-            continue
-        stamps = sorted(stamp for stamp, _, _ in files.values() if stamp)
-        contents = {file_id: data for file_id, (_, data, _) in files.items()}
-        if stamps:
-            contents["timestamp.txt"] = _timestamp(stamps[-1]).encode()
-        _replace_folder(course_root / "submitted" / student / assignment, contents)
+            _remove_folder(folder)
+        elif not any(nb in files for nb in notebooks) and student in refused:
+            _remove_folder(folder)  # never an older attempt in place of a refused one
+        elif files:
+            stamps = sorted(stamp for stamp, _, _ in files.values() if stamp)
+            contents = {file_id: data for file_id, (_, data, _) in files.items()}
+            stamp = _timestamp(stamps[-1]) if stamps else None
+            if stamp:
+                contents["timestamp.txt"] = stamp.encode()
+            replace_folder(folder, contents)
     return problems
+
+
+def _choose(chosen: dict, ties: dict, student: str, info: dict, data: bytes, name: str) -> None:
+    """Keep the latest attempt of each file; two at the same time are a tie."""
+    stamp = info.get("timestamp") or ""
+    file_id = info["file_id"]
+    previous = chosen.setdefault(student, {}).get(file_id)
+    if previous is None or stamp > previous[0]:
+        chosen[student][file_id] = (stamp, data, name)
+        ties.get(student, set()).discard(file_id)
+    elif stamp == previous[0]:
+        ties.setdefault(student, set()).add(file_id)
 
 
 def _parse_entry(plugin, name: str) -> dict | None:
@@ -191,21 +283,22 @@ def _entry_problem(name: str, info: dict | None) -> str | None:
     if not valid_student_id(info["student_id"]):
         return f"{_shown(name)}: {info['student_id'][:40]!r} is not a plain student id"
     file_id = info.get("file_id") or ""
-    if not FILE_NAME.match(file_id):
+    if not FILE_NAME.match(file_id) or file_id == "timestamp.txt":
         return f"{_shown(name)}: {file_id[:40]!r} is not a plain file name"
     if file_id.lower().endswith(ARCHIVE_SUFFIXES):
         return f"{_shown(name)}: an archive inside the download; archives are not opened"
     return None
 
 
-def _timestamp(stamp: str) -> str:
-    """An LMS date (2024-03-01-10-00-00 or 2024-03-01) as nbgrader's timestamp.txt."""
+def _timestamp(stamp: str) -> str | None:
+    """An LMS date (2024-03-01-10-00-00 or 2024-03-01) as nbgrader's timestamp.txt, or
+    None when it is no date."""
     parts = [int(p) for p in re.findall(r"\d+", stamp)][:6]
     try:
         moment = datetime(*parts, tzinfo=timezone.utc) if len(parts) >= 3 else None
-    except ValueError:
+    except (ValueError, OverflowError):
         moment = None
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f %Z") if moment else stamp
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f %Z") if moment else None
 
 
 def _shown(name: str) -> str:
@@ -255,11 +348,11 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
             problems.append((student, INVALID_NOTEBOOK, "not taken: " + "; ".join(refused[:3])))
             _remove_folder(course_root / "submitted" / student / assignment)
             continue
-        _replace_folder(course_root / "submitted" / student / assignment, files)
+        replace_folder(course_root / "submitted" / student / assignment, files)
     return problems
 
 
-def _replace_folder(dest: Path, files: dict[str, bytes]) -> None:
+def replace_folder(dest: Path, files: dict[str, bytes]) -> None:
     """Make ``dest`` hold exactly ``files``: a new folder, then a rename over the old."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".incoming-", dir=dest.parent))

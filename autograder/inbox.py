@@ -8,22 +8,24 @@ reason, instead of reaching nbgrader and failing as the grader's own error.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
-import numbers
 import re
 from pathlib import Path
 
 import nbformat
 
 from autograder import safefiles
+from autograder.config import file_limits
 from autograder.fates import INVALID_NOTEBOOK, NO_NOTEBOOK
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# nbgrader's own cell names (feedback pages print them unescaped): letters, digits, _ and -.
+GRADE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+# The only timestamps the grader takes: what the imports write (UTC) and nbgrader submit's.
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?( UTC| [+-]\d{4})?$")
 FLAGS = ("grade", "solution", "locked", "task")
 SCHEMA_VERSION = 3
-# Read at most this much of a submission for its hash and checks (nbgrader's own
-# max_dir_size refuses larger ones when it copies them).
-MAX_BYTES = 100 * 1000 * 1000
 
 
 def valid_student_id(name: str) -> bool:
@@ -44,9 +46,10 @@ def submitted_students(course_root: Path, assignment: str) -> list[str]:
     return found
 
 
-def read_submission(folder: Path) -> tuple[dict[str, bytes], list[str]]:
-    """The submission's regular files, and what was refused (links, FIFOs, ...)."""
-    return safefiles.regular_files(folder, MAX_BYTES, MAX_BYTES)
+def read_submission(folder: Path, config) -> tuple[dict[str, bytes], list[str]]:
+    """The submission's regular files, and what was refused (links, FIFOs, files over
+    nbgrader's ``CourseDirectory.max_file_size``, folders over ``max_dir_size``)."""
+    return safefiles.regular_files(folder, *file_limits(config))
 
 
 def digest(files: dict[str, bytes], refused: list[str]) -> str:
@@ -85,6 +88,9 @@ def problem(files: dict[str, bytes], refused: list[str], notebooks: list[str],
         bad = metadata_problem(nb, source_cells)
         if bad:
             return INVALID_NOTEBOOK, f"{name}: {bad}"
+    bad = timestamp_problem(files)
+    if bad:
+        return INVALID_NOTEBOOK, bad
     return None
 
 
@@ -101,7 +107,15 @@ def source_cells(course_root: Path, assignment: str) -> dict[str, dict]:
 
 
 def metadata_problem(nb, source: dict[str, dict]) -> str | None:
-    """Why nbgrader could not grade this notebook's cell metadata, or None."""
+    """Why nbgrader could not grade this notebook's cell metadata, or None.
+
+    Each cell's nbgrader metadata must pass nbgrader's own schema (MetadataValidatorV3),
+    name a cell of the assignment, and keep that cell's type and role (test, answer,
+    locked, task): nbgrader's autograde fails on any of these, as the grader's own error.
+    """
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    validator = MetadataValidatorV3()
     for number, cell in enumerate(nb.cells, start=1):
         meta = cell.get("metadata", {}).get("nbgrader")
         if meta is None:
@@ -109,22 +123,57 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
         where = f"cell {number}"
         if not isinstance(meta, dict):
             return f"{where} has nbgrader metadata that is not a mapping (was it edited by hand?)"
-        if "schema_version" in meta and meta["schema_version"] != SCHEMA_VERSION:
-            return f"{where} has nbgrader metadata of another version ({meta['schema_version']!r})"
-        for flag in FLAGS:
-            if flag in meta and not isinstance(meta[flag], bool):
-                return f"{where}: nbgrader's '{flag}' must be true or false"
-        if "points" in meta and (isinstance(meta["points"], bool)
-                                 or not isinstance(meta["points"], numbers.Real)
-                                 or meta["points"] < 0):
-            return f"{where}: nbgrader's 'points' must be a number"
+        try:
+            validator.validate_cell(copy.deepcopy(cell))
+        except Exception as exc:  # nbgrader's ValidationError, SchemaTooOldError, KeyError...
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return f"{where} has nbgrader metadata nbgrader refuses ({first[:160]})"
+        grade_id = meta.get("grade_id")
+        if grade_id is not None and not GRADE_ID.match(str(grade_id)):
+            return f"{where} has an nbgrader cell name that is not a plain name"
         if not any(meta.get(flag) for flag in FLAGS):
             continue
-        grade_id = meta.get("grade_id")
-        if not isinstance(grade_id, str):
-            return f"{where} is an nbgrader cell without a name (grade_id)"
         if grade_id not in source:
-            return f"{where} claims to be the assignment's cell '{grade_id[:60]}', which it has not"
+            return f"{where} claims to be the assignment's cell '{grade_id}', which it has not"
         if source[grade_id]["cell_type"] != cell.cell_type:
             return f"{where} ('{grade_id}') was changed from a {source[grade_id]['cell_type']} cell"
+        changed = [f for f in FLAGS if bool(meta.get(f)) != bool(source[grade_id].get(f))]
+        if changed:
+            return f"{where} ('{grade_id}') had its nbgrader role changed ({', '.join(changed)})"
+    return None
+
+
+def without_copies(files: dict[str, bytes], notebooks: list[str]) -> tuple[dict, list[str]]:
+    """The files, with the nbgrader metadata taken off every copy of a cell (a learner
+    who copies a cell in JupyterLab copies its metadata; nbgrader keeps the first and
+    fails on the rest), and what was done, in words."""
+    notes = []
+    for name in notebooks:
+        nb = nbformat.reads(files[name].decode("utf-8"), as_version=4)
+        seen: set[str] = set()
+        copies = []
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader")
+            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            if grade_id is None:
+                continue
+            if grade_id in seen:
+                del cell.metadata["nbgrader"]
+                copies.append(grade_id)
+            seen.add(grade_id)
+        if copies:
+            files = {**files, name: nbformat.writes(nb).encode()}
+            notes.append(f"{name}: copies of cell(s) {', '.join(sorted(set(copies)))} graded "
+                         "as ordinary cells (only the first counts)")
+    return files, notes
+
+
+def timestamp_problem(files: dict[str, bytes]) -> str | None:
+    """A timestamp.txt must read as a date and nothing else: nbgrader passes its last word
+    to a time-zone lookup, which would open any path named there."""
+    if "timestamp.txt" not in files:
+        return None
+    text = files["timestamp.txt"].decode("utf-8", errors="replace").strip()
+    if not TIMESTAMP.match(text):
+        return f"timestamp.txt is not a date the grader reads: {text[:40]!r}"
     return None

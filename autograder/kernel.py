@@ -4,14 +4,16 @@ jupyter_client's whole protocol stays; what changes is where the kernel runs and
 much the grader trusts the channel:
 
 - the command becomes ``[setpriv ...] bwrap ... python -I -m autograder.kernel_entry``
-  (``autograder.sandbox``), with the ``ipc`` transport: the sockets live in a folder of
-  their own, the only host folder the kernel can write, and the connection file is bound
-  read-only;
+  (``autograder.sandbox``), with the ``ipc`` transport: the sockets live in the kernel's
+  own tmpfs, which the grader reaches through ``/proc/<pid>/root``, and the connection
+  file is bound read-only; no host folder is writable by the kernel;
 - the client connects once, after the kernel has made its sockets and before any
   notebook code runs, and never reconnects (``ZMQ_RECONNECT_IVL`` = -1): a kernel that
   later swaps a socket for a link cannot make the grader connect somewhere else. A
   message larger than ``Sandbox.max_message_mb`` cuts the kernel off
-  (``ZMQ_MAXMSGSIZE``) instead of filling the grader's memory;
+  (``ZMQ_MAXMSGSIZE``) instead of filling the grader's memory, and no send waits more
+  than ``SEND_TIMEOUT_MS`` on a kernel that is gone;
+- shutting a kernel down kills its whole process tree at once;
 - a watchdog thread kills the kernel's whole process tree when its memory (resident
   memory plus what it keeps in its tmpfs folders) or its lifetime passes the limit. What
   it did is kept in ``events``, in memory: the host reads no file a kernel could touch.
@@ -40,12 +42,16 @@ from jupyter_core.utils import run_sync
 from traitlets import Bool, Integer, List, Unicode
 from traitlets.config import Configurable
 
+from autograder import cgroups
 from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
 WATCH_INTERVAL = 0.2
+CPU_WINDOW = 4.0  # seconds over which a kernel's CPU share is measured
 SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
+SOCKETS_IN_SANDBOX = "/tmp/.kernel/ipc"  # the kernel's sockets: <this>-<port>, in its tmpfs
 TMPFS_MOUNTS = ("tmp", "dev/shm")
+SEND_TIMEOUT_MS = 5000
 
 
 def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
@@ -54,6 +60,7 @@ def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
     context.setsockopt(zmq.RECONNECT_IVL, -1)
     context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
     context.setsockopt(zmq.LINGER, 0)  # a closing client never waits on a kernel
+    context.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)  # nor does a send to one that is gone
     return context
 
 
@@ -88,44 +95,84 @@ def tmpfs_bytes(pids: list[int]) -> int:
 
 
 class Watchdog(threading.Thread):
-    """Kills the kernel's process tree when it passes its memory or wall-time limit."""
+    """Kills the kernel's process tree when it passes its memory, wall-time or CPU-share
+    limit.
 
-    def __init__(self, pid: int, memory_mb: int, wall_seconds: int, events: list):
+    The CPU share is the tree's CPU time per second over the last ``CPU_WINDOW`` seconds,
+    reaped children included: a kernel that keeps more than ``Sandbox.max_cpus`` cores
+    busy (many processes, each in a session of its own, which the scheduler would treat
+    as so many users) would starve the other students' kernels into timeouts.
+    """
+
+    def __init__(self, pid: int, sandbox, events: list, group=None):
         super().__init__(daemon=True, name=f"watchdog-{pid}")
-        self.pid, self.memory_mb, self.wall_seconds = pid, memory_mb, wall_seconds
-        self.events = events
+        self.pid, self.events, self.group = pid, events, group
+        self.memory_mb, self.wall_seconds = sandbox.memory_mb, sandbox.wall_seconds
+        # A control group caps the CPU itself; without one, a breach of the share kills.
+        self.max_cpus = 0 if group is not None else sandbox.max_cpus
         self.stopped = threading.Event()
         self.started_at = time.monotonic()
+        self.samples: list[tuple[float, float]] = []
 
     def restart_clock(self) -> None:
         self.started_at = time.monotonic()
+        self.samples.clear()
 
     def run(self) -> None:
         while not self.stopped.wait(WATCH_INTERVAL):
             try:
                 root = psutil.Process(self.pid)
                 if root.status() == psutil.STATUS_ZOMBIE:
-                    return
+                    return self._ended()
                 procs = [root] + root.children(recursive=True)
             except psutil.NoSuchProcess:
-                return
-            used = 0
-            for p in procs:
-                try:
-                    used += p.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass
-            used += tmpfs_bytes([p.pid for p in procs[1:]])
-            used_mb = used / 1e6
-            if self.memory_mb and used_mb > self.memory_mb:
-                self.events.append({"event": "memory", "used_mb": round(used_mb),
-                                    "limit_mb": self.memory_mb})
+                return self._ended()
+            breach = self._breach(procs)
+            if breach:
+                self.events.append(breach)
                 kill_tree(self.pid)
                 return
-            if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
-                self.events.append({"event": "wall", "limit_s": self.wall_seconds})
-                kill_tree(self.pid)
-                return
+
+    def _ended(self) -> None:
+        """The kernel ended on its own: say so if its control group's OOM killer did it."""
+        breach = self._oom()
+        if breach:
+            self.events.append(breach)
+
+    def _oom(self) -> dict | None:
+        if self.group is not None and self.group.oom_kills():
+            # Its control group ran out: memory it held where no process shows it too.
+            peak = max(self.group.peak_mb(), self.memory_mb)
+            return {"event": "memory", "used_mb": peak, "limit_mb": self.memory_mb}
+        return None
+
+    def _breach(self, procs) -> dict | None:
+        used = cpu = 0.0
+        for p in procs:
+            try:
+                used += p.memory_info().rss
+                t = p.cpu_times()
+                cpu += t.user + t.system + t.children_user + t.children_system
+            except psutil.NoSuchProcess:
+                pass
+        used_mb = (used + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
+        if self.memory_mb and used_mb > self.memory_mb:
+            return {"event": "memory", "used_mb": round(used_mb), "limit_mb": self.memory_mb}
+        oom = self._oom()
+        if oom:
+            return oom
+        now = time.monotonic()
+        if self.wall_seconds and now - self.started_at > self.wall_seconds:
+            return {"event": "wall", "limit_s": self.wall_seconds}
+        self.samples.append((now, cpu))
+        while self.samples and now - self.samples[0][0] > CPU_WINDOW:
+            self.samples.pop(0)
+        first_time, first_cpu = self.samples[0]
+        if self.max_cpus and now - first_time >= CPU_WINDOW * 0.9:
+            share = (cpu - first_cpu) / (now - first_time)
+            if share > self.max_cpus:
+                return {"event": "cpu_share", "cpus": round(share, 1), "limit": self.max_cpus}
+        return None
 
 
 class SandboxMixin(Configurable):
@@ -137,7 +184,7 @@ class SandboxMixin(Configurable):
     use_bwrap = Bool(True, help="Run the kernel under bubblewrap.").tag(config=True)
     uid = Integer(-1, help="As root: the uid the kernel runs as (-1: not root).").tag(config=True)
     runtime_root = Unicode(
-        "", help="Host folder (short path) for the kernel's connection file and sockets."
+        "", help="Host folder (short path) for the kernel's connection file and log."
     ).tag(config=True)
     staging = Unicode(
         "", help="Host folder of regular files copied into the kernel's working folder."
@@ -168,16 +215,14 @@ class SandboxMixin(Configurable):
         root = Path(tempfile.mkdtemp(prefix="k", dir=self.runtime_root or self._made_root))
         root.chmod(0o755)
         self._runtime_dir = root
-        sockets = root / "s"
-        sockets.mkdir(mode=0o755)
-        if self.uid >= 0:  # a folder made here a moment ago, empty: safe to give away
-            os.chown(sockets, self.uid, self.uid)
         self._empty_staging = None
         if not self.staging:
             self._empty_staging = tempfile.mkdtemp(prefix="stage-", dir=root)
             os.chmod(self._empty_staging, 0o755)
         self.transport = "ipc"
-        self.ip = str(sockets / "ipc")
+        # In the sandbox the sockets live in the kernel's own tmpfs (its quota, no host
+        # folder it can write); the grader reaches them through /proc/<pid>/root.
+        self.ip = SOCKETS_IN_SANDBOX if self.use_bwrap else str(root / "ipc")
         self.connection_file = str(root / "kernel.json")
         # SIGINT to bwrap's process group never reaches the kernel in its own session;
         # ipykernel's interrupt_request (control channel) does.
@@ -196,15 +241,18 @@ class SandboxMixin(Configurable):
         steps = {"uid": self.uid} if self.uid >= 0 else {}
         if self.use_bwrap:
             staging = Path(self.staging or self._empty_staging)
-            prefix, steps = sandbox.command(staging, self._runtime_dir / "s", self.uid)
             # The connection file (the channel's key) is bound read-only.
-            prefix[-1:-1] = ["--ro-bind", self.connection_file, self.connection_file]
+            prefix, steps = sandbox.command(staging, [Path(self.connection_file)], self.uid)
             command = prefix + command
         # bwrap's --die-with-parent ends the kernel when bwrap dies; tie bwrap (or the
         # unsandboxed kernel) to the grader as well.
         setpriv = shutil.which("setpriv")
         if setpriv:
             command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+        self._group = None
+        if self.use_bwrap and cgroups.unavailable() is None:
+            self._group = cgroups.KernelGroup(sandbox.memory_mb * 1_000_000, sandbox.max_cpus)
+            command = self._group.join_prefix() + command
         kw["env"] = self._kernel_env(sandbox, steps)
         kw["cwd"] = "/" if self.use_bwrap else str(self._runtime_dir)
         # Never the instructor's terminal, and never a file the kernel can reach: the
@@ -218,20 +266,22 @@ class SandboxMixin(Configurable):
             await super()._async_launch_kernel(command, **kw)
         finally:
             log.close()
-        self._watchdog = Watchdog(self.provisioner.pid, sandbox.memory_mb,
-                                  sandbox.wall_seconds, self.events)
+        self._watchdog = Watchdog(self.provisioner.pid, sandbox, self.events, self._group)
         self._watchdog.start()
         self._wait_for_sockets()
 
     def _wait_for_sockets(self) -> None:
         """Connect only once every socket exists: a client that never reconnects must not
-        try before the kernel listens. Until then no notebook code has run."""
-        paths = [f"{self.ip}-{port}" for port in (self.shell_port, self.iopub_port,
-                                                   self.stdin_port, self.control_port,
-                                                   self.hb_port)]
+        try before the kernel listens. Until then no notebook code has run, so the path to
+        the sockets (through /proc/<pid>/root, into the sandbox) is still the grader's."""
+        ports = (self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
+                 self.hb_port)
+        inside = self.ip
         deadline = time.monotonic() + SOCKET_WAIT
         while time.monotonic() < deadline:
-            if all(_is_socket(p) for p in paths):
+            root = "" if not self.use_bwrap else _sandboxed_root(self.provisioner.pid)
+            if root is not None and all(_is_socket(f"{root}{inside}-{p}") for p in ports):
+                self.ip = f"{root}{inside}"
                 return
             process = getattr(self.provisioner, "process", None)
             if process is not None and process.poll() is not None:
@@ -248,6 +298,11 @@ class SandboxMixin(Configurable):
                 return f.read(limit).decode(errors="replace").strip()
         except (OSError, AttributeError):
             return ""
+
+    def oom_killed(self) -> bool:
+        """Whether its control group's OOM killer took one of the kernel's processes."""
+        group = getattr(self, "_group", None)
+        return group is not None and group.oom_kills() > 0
 
     def restart_wall_clock(self) -> None:
         """Count the wall-time limit from now (a kernel reused for another task)."""
@@ -282,9 +337,18 @@ class SandboxMixin(Configurable):
         return env
 
     async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False):
+        """Kill the kernel's whole tree; never ask it politely first. A sandboxed kernel
+        has nothing to save, and a request to one that is gone (or ignores it) would
+        only wait."""
+        self.shutting_down = True
         try:
-            await super()._async_shutdown_kernel(now=now, restart=restart)
+            self.stop_watching()
+            if self.provisioner is not None:
+                await self.provisioner.wait()
+            await self._async_cleanup_resources(restart=restart)
         finally:
+            if getattr(self, "_group", None) is not None:
+                self._group.remove()
             self.stop_watching()
             folder = getattr(self, "_made_root", None) or getattr(self, "_runtime_dir", None)
             if folder and not restart:
@@ -301,6 +365,23 @@ class SandboxMixin(Configurable):
         if self.provisioner is not None and self.provisioner.pid:
             kill_tree(self.provisioner.pid)
         await super()._async_kill_kernel(restart=restart)
+
+
+def _sandboxed_root(pid: int) -> str | None:
+    """/proc/<pid>/root of a process of the kernel's tree that lives in the sandbox's
+    mount namespace (not bwrap itself), or None before there is one."""
+    ours = os.stat("/proc/self/ns/mnt").st_ino
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    for child in children:
+        try:
+            if os.stat(f"/proc/{child.pid}/ns/mnt").st_ino != ours:
+                return f"/proc/{child.pid}/root"
+        except OSError:
+            continue
+    return None
 
 
 def _is_socket(path: str) -> bool:

@@ -49,6 +49,15 @@ def drop_root(uid: int) -> None:
         raise SystemExit("kernel_entry: could not drop root")
 
 
+def make_socket_folder(argv: list[str]) -> None:
+    """The folder the connection file names for the kernel's ipc sockets."""
+    if "-f" in argv:
+        with open(argv[argv.index("-f") + 1]) as f:
+            info = json.load(f)
+        if info.get("transport") == "ipc":
+            os.makedirs(os.path.dirname(info["ip"]), mode=0o700, exist_ok=True)
+
+
 def fill_work_dir(staging: str, work: str) -> None:
     """Copy the staged files (regular files and folders only) into the writable work dir."""
     os.makedirs(work, exist_ok=True)
@@ -71,6 +80,7 @@ def main() -> None:
         argv = nested_argv(nest) + [sys.executable, "-I", "-m", "autograder.kernel_entry",
                                     *sys.argv[1:]]
         os.execv(nest, argv)
+    make_socket_folder(sys.argv)
     dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))
     fill_work_dir(dirs.get("staging", STAGING_DIR), dirs.get("work", WORK_DIR))
     # The instructor's pid means nothing in the sandbox's pid namespace; bwrap's

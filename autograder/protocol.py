@@ -43,6 +43,7 @@ PREFIX = "course-grade/1 "
 # Mime type of the student kernel's reply (a display_data output of the bridge call).
 REPLY_MIME = "application/x-course-grade-reply"
 MAX_MESSAGE_CHARS = 200
+MAX_NODES = 500_000
 
 MISSING = {"$": "missing"}
 FUNCTION = {"$": "function"}
@@ -53,9 +54,21 @@ def dumps(message: dict) -> str:
 
 
 def loads(text: str) -> dict:
+    """A message, refused when it is not an object or holds more than ``MAX_NODES``
+    values in all (decoding that many would cost the test kernel more than a test's time)."""
     message = json.loads(text)
     if type(message) is not dict:
         raise ValueError("a bridge message must be a JSON object")
+    stack, left = [message], MAX_NODES
+    while stack:
+        item = stack.pop()
+        left -= 1
+        if left < 0:
+            raise ValueError(f"a bridge message may hold {MAX_NODES} values")
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
     return message
 
 

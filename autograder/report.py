@@ -1,4 +1,5 @@
-"""What the instructor reads at the end: grades.csv, the report of fates, a summary table."""
+"""What the instructor reads at the end: grades.csv (and an LMS's import format), the
+report of fates, a summary table, and the class report (``autograder.class_report``)."""
 from __future__ import annotations
 
 import csv
@@ -13,17 +14,55 @@ REPORT_FIELDS = ("student_id", "fate", "score", "max_score", "details",
                  "this_run", "seconds")
 
 
-def export_grades(course_root: Path, assignment: str, dest: Path) -> None:
-    """nbgrader's own CSV export, limited to this assignment."""
+def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None:
+    """nbgrader's own CSV export of these assignments: a row per student and assignment."""
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
     config = grading_config(course_root)
     plugin = CsvExportPlugin(config=config)
     plugin.to = str(dest)
-    plugin.assignment = [assignment]
+    plugin.assignment = list(assignments)
     with Gradebook(config.CourseDirectory.db_url) as gb:
         plugin.export(gb)
+
+
+# Canvas's gradebook import: these identity columns, then one column per assignment, and
+# a "Points Possible" row (as in Canvas's own gradebook export) that gives a new
+# assignment column its points. Rows are matched by SIS Login ID: the nbgrader student id.
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+
+
+def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path:
+    """The grades in the CSV form Canvas's gradebook import accepts."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    config = grading_config(course_root)
+    with Gradebook(config.CourseDirectory.db_url) as gb:
+        points = [gb.find_assignment(a).max_score for a in assignments]
+        rows = []
+        for student in sorted(gb.students, key=lambda s: s.id):
+            name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
+            scores = []
+            for assignment in assignments:
+                try:
+                    scores.append(f"{gb.find_submission(assignment, student.id).score:g}")
+                except MissingEntry:
+                    scores.append("0")
+            rows.append([name, "", "", student.id, "", *scores])
+    with open(dest, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow([*CANVAS_COLUMNS, *assignments])
+        writer.writerow(["Points Possible", "", "", "", "", *(f"{p:g}" for p in points)])
+        writer.writerows(rows)
+    return dest
+
+
+def write_class_report(course_root: Path, assignment: str, outcomes: list[dict],
+                       folder: Path) -> Path:
+    from autograder.class_report import write
+
+    return write(course_root, assignment, outcomes, folder)
 
 
 def write_report(outcomes: list[dict], folder: Path) -> tuple[Path, Path]:

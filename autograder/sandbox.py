@@ -8,8 +8,8 @@ Threat model: the code inside is hostile (a student's notebook), or handles host
   filled with regular files only (the submission's own files for a student kernel, the
   instructor's data files for the test kernel);
 - writable: a size-limited tmpfs at /tmp (the kernel's working folder is /tmp/work,
-  filled from the staging folder at start), a size-limited tmpfs at /dev/shm, and the
-  kernel's runtime folder, which holds only its ipc sockets;
+  filled from the staging folder at start; its ipc sockets are there too) and a
+  size-limited tmpfs at /dev/shm, and nothing else: no host folder at all;
 - absent: the course folder (source/, the gradebook, other students' work), the
   nbgrader exchange, the instructor's home, the network.
 
@@ -41,7 +41,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode
 from traitlets.config import Configurable
 
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -93,6 +93,14 @@ def unprivileged_problem(bwrap: str) -> str | None:
     return userns_problem(bwrap)
 
 
+def gpu_devices() -> list[str]:
+    """The NVIDIA device nodes of this machine (none on a machine without a GPU)."""
+    import glob
+
+    return sorted(p for p in glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")
+                  if os.path.exists(p) and not os.path.isdir(p))
+
+
 def _setpriv(uid: int) -> list[str]:
     setpriv = shutil.which("setpriv") or "setpriv"
     return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
@@ -109,6 +117,12 @@ class Sandbox(Configurable):
 
     cpu_seconds = Integer(
         300, help="CPU seconds a kernel may use in all (RLIMIT_CPU); then it is killed."
+    ).tag(config=True)
+    max_cpus = Float(
+        1.5, help="CPU cores a kernel's processes may keep busy together, on average over "
+        "4 s; above it the tree is killed (a kernel starting many busy processes, each in a "
+        "session of its own, would otherwise starve the other students' kernels). "
+        "0: no limit.",
     ).tag(config=True)
     wall_seconds = Integer(
         600, help="Wall-clock seconds a kernel may live; then its whole tree is killed."
@@ -154,8 +168,12 @@ class Sandbox(Configurable):
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)
     extra_ro_binds = List(
         Unicode(),
-        help="More host paths to bind read-only (e.g. data sets the notebook reads). "
-        "For GPU grading add the /dev/nvidia* devices here and set address_space_limit False.",
+        help="More host paths to bind read-only (e.g. data sets the notebook reads).",
+    ).tag(config=True)
+    devices = List(
+        Unicode(),
+        help="Device nodes to bind into the sandbox (course-grade --gpu binds the "
+        "/dev/nvidia* devices).",
     ).tag(config=True)
 
     def bwrap_path(self) -> str | None:
@@ -170,7 +188,7 @@ class Sandbox(Configurable):
             "max_file_mb": self.max_file_mb,
         }
 
-    def command(self, staging: Path, runtime_dir: Path, uid: int) -> tuple[list[str], dict]:
+    def command(self, staging: Path, ro_files: list[Path], uid: int) -> tuple[list[str], dict]:
         """The command up to the kernel's own, and what kernel_entry must still do.
 
         ``uid`` >= 0 (root): bubblewrap runs as root, so that it can bind what only root
@@ -181,13 +199,13 @@ class Sandbox(Configurable):
         """
         bwrap = self.bwrap_path() or self.bwrap
         if uid < 0:
-            return self.argv(staging, runtime_dir, userns=True), {}
+            return self.argv(staging, ro_files, userns=True), {}
         steps = {"uid": uid}
         if userns_problem(bwrap, uid) is None:
             steps["nest"] = bwrap
-        return self.argv(staging, runtime_dir, userns=False), steps
+        return self.argv(staging, ro_files, userns=False), steps
 
-    def argv(self, staging: Path, runtime_dir: Path, userns: bool = True) -> list[str]:
+    def argv(self, staging: Path, ro_files=(), userns: bool = True) -> list[str]:
         """bwrap's arguments up to and including the ``--`` before the kernel command."""
         args = [self.bwrap_path() or self.bwrap]
         made: set[str] = set()
@@ -212,9 +230,12 @@ class Sandbox(Configurable):
         for path in self._runtime_paths() + list(self.extra_ro_binds):
             parents(path)
             args.extend(["--ro-bind", path, path])
+        for device in self.devices:
+            args.extend(["--dev-bind", device, device])
         args.extend(["--ro-bind", str(staging), STAGING_DIR])
-        parents(str(runtime_dir))
-        args.extend(["--bind", str(runtime_dir), str(runtime_dir)])
+        for path in ro_files:
+            parents(str(path))
+            args.extend(["--ro-bind", str(path), str(path)])
         args.extend(["--chdir", "/tmp"])
         if userns:
             args.extend(["--unshare-user", "--disable-userns"])

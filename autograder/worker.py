@@ -1,70 +1,84 @@
-"""Grade one submission, start to finish, in a worker process of the pool.
+"""Grade one submission, start to finish, in a worker: a process of the local pool or of a
+Dask cluster's worker, on any machine with the course's environment and bubblewrap.
 
-nbgrader's own autograde does the work (sanitize, restore the test cells, run, save the
-grades), with its Execute swapped for ``autograder.execute.TwoKernelExecute``: answer
-cells in a sandboxed student kernel, test cells in this worker's warm, sandboxed test
-kernel. Then feedback is generated. The host's part never reads a file a kernel could
-have written: both kernels work in their own tmpfs, and their staged inputs are copies
-of regular files made here (``autograder.safefiles``). Nothing in here raises: every
-failure becomes the submission's fate, and the batch goes on.
+A worker shares no filesystem with the course. From a ``Job`` (``autograder.job``) it
+makes a private course folder: the course's config and source, prepared once per worker
+with nbgrader's own generate_assignment into a private SQLite gradebook, and then, per
+job, a copy with the submission in it. There nbgrader's own autograde does the work,
+with its Execute swapped for ``autograder.execute.TwoKernelExecute`` (answer cells in a
+sandboxed student kernel, test cells in this worker's warm, sandboxed test kernel), and
+nbgrader's generate_feedback makes the page. The ``Result`` carries back the autograded
+notebooks, the feedback and the outcome; only the coordinator writes the course and its
+gradebook. The host side never reads a file a kernel could have written: both kernels
+work in their own tmpfs. Nothing in here raises: every failure becomes the submission's
+fate, and the batch goes on.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
+import fcntl
 import io
 import logging
+import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from autograder import execute, fates, safefiles, testkernel
-from autograder.config import grading_config
+from autograder.config import file_limits, grading_config, load_course_config
+from autograder.job import CourseFiles, Job, Result
+from autograder.sandbox import Sandbox, gpu_devices, unprivileged
 
-DB_RETRIES = 3
 # The test kernel of slot N runs as uid_base + TEST_UID_OFFSET + N: never the uid of a
 # student kernel, so it counts against no student's process limit.
 TEST_UID_OFFSET = 1000
-_SLOT = {"uid": -1, "test_uid": -1}
-_STAGED: dict = {}  # assignment -> this worker's staged copy of the test files
+SLOTS_DIR = Path("/tmp/course-grade-slots")
+MAX_SLOTS = 512
+_SLOT: dict = {}
+_PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
 
 
-def init_worker(slots, uid_base: int) -> None:
-    """Pool initializer: die with the parent, and take a slot (its own kernel uids)."""
+def init_worker() -> None:
+    """Pool initializer: die with the coordinator."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    slot = slots.get()
-    if uid_base >= 0:  # -1: not root, no uid to give (autograder.sandbox)
-        _SLOT["uid"] = uid_base + slot
-        _SLOT["test_uid"] = uid_base + TEST_UID_OFFSET + slot
-    import atexit
-
-    atexit.register(_cleanup)
 
 
-def grade_submission(course_root: str, assignment: str, student: str, digest: str,
-                     sandbox: bool) -> dict:
+def grade_job(job: Job) -> Result:
+    """Grade one submission; whatever happens, return its Result."""
     start = time.monotonic()
-    root = Path(course_root)
     scratch = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
     scratch.chmod(0o755)
+    result = Result({})
     try:
-        outcome = _grade(root, assignment, student, scratch, sandbox)
+        outcome = _grade(job, scratch, result)
     except Exception as exc:  # the grader's own bug must not stop the batch
-        outcome = fates.Outcome(student, fates.ERROR, details=[f"{type(exc).__name__}: {exc}"])
+        outcome = fates.Outcome(job.student, fates.ERROR, details=[f"{type(exc).__name__}: {exc}"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    outcome.digest = digest
+    outcome.digest = job.digest
+    outcome.details = list(job.notes) + outcome.details
     outcome.seconds = round(time.monotonic() - start, 2)
-    return outcome.as_dict()
+    result.outcome = outcome.as_dict()
+    stamp = job.files.get("timestamp.txt")
+    result.timestamp = stamp.decode(errors="replace").strip() if stamp else None
+    return result
 
 
-def _grade(root: Path, assignment: str, student: str, scratch: Path, sandbox: bool):
+def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     clock = _Clock()
-    config = _config(root, assignment, student, scratch, sandbox)
+    assignment = job.course.assignment
+    course = scratch / "course"
+    shutil.copytree(_prepared(job.course), course, symlinks=True)
+    safefiles.write_tree(course / "submitted" / job.student / assignment, job.files)
+    config = _config(course, job, scratch)
+    clock.lap("preparing")
     for attempt in range(2):
         execute.LAST_RUN.clear()
         ok, log = _run_nbgrader("Autograde", config)
@@ -75,48 +89,113 @@ def _grade(root: Path, assignment: str, student: str, scratch: Path, sandbox: bo
             continue
         break
     clock.lap("autograde")
+    # Where autograde's time went: the two kernels' steps, and nbgrader's own
+    # (sanitize, restore the tests, save the grades, write the notebook).
+    steps = execute.LAST_RUN.get("seconds", {})
+    if steps:
+        clock.laps["nbgrader's own steps"] = round(clock.laps.pop("autograde") - sum(steps.values()), 3)
+        clock.laps.update(steps)
     if not ok:
-        return fates.Outcome(student, fates.ERROR, details=["nbgrader autograde failed: " + _tail(log)],
+        return fates.Outcome(job.student, fates.ERROR, details=["nbgrader autograde failed: " + _tail(log)],
                              phases=clock.laps)
     fate, details = fates.decide(events)
     feedback_ok, feedback_log = _run_nbgrader("GenerateFeedback", config)
     clock.lap("feedback")
     if not feedback_ok:
         details.append("feedback failed: " + _tail(feedback_log))
-    score, max_score = _scores(config, assignment, student)
-    return fates.Outcome(student, fate, score, max_score, details, phases=clock.laps)
+    # Only the notebooks and their feedback pages come back: nbgrader also copies the
+    # submission's other files there, and a student's evil.html beside the feedback page
+    # would open with the Jupyter server's origin.
+    big = 1 << 40  # nbgrader wrote these here, from the kernels' messages: no bound needed
+    graded = safefiles.regular_files(course / "autograded" / job.student / assignment, big, big)[0]
+    result.autograded = {n: d for n, d in graded.items() if n.endswith(".ipynb") and "/" not in n}
+    folder = course / "feedback" / job.student / assignment
+    pages = safefiles.regular_files(folder, big, big)[0] if folder.is_dir() else {}
+    result.feedback = {n: d for n, d in pages.items()
+                       if n.endswith(".html") and n[:-5] + ".ipynb" in result.autograded}
+    score, max_score = _scores(config, assignment, job.student)
+    return fates.Outcome(job.student, fate, score, max_score, details, phases=clock.laps)
 
 
-def _config(root: Path, assignment: str, student: str, scratch: Path, sandbox: bool):
-    config = grading_config(root)
+def _prepared(course_files: CourseFiles) -> Path:
+    """This worker's course folder for an assignment: config, source, release and a
+    private gradebook with the assignment in it, made once with nbgrader's own
+    generate_assignment."""
+    key = course_files.key
+    if key in _PREPARED:
+        return _PREPARED[key]
+    folder = Path(tempfile.mkdtemp(prefix="cg-course-", dir="/tmp"))
+    folder.chmod(0o755)
+    atexit.register(shutil.rmtree, folder, True)
+    # nbgrader runs `alembic` by name when it makes a gradebook: this environment's.
+    tools = str(Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
+    assignment = course_files.assignment
+    (folder / "nbgrader_config.py").write_text(course_files.config)
+    safefiles.write_tree(folder / "source" / assignment, course_files.source)
+    config = _private(load_course_config(folder), folder)
     config.CourseDirectory.assignment_id = assignment
-    config.CourseDirectory.student_id = student
-    course = config.CourseDirectory
-    each = int(course.get("max_file_size", 100_000)) * 1000
-    total = int(course.get("max_dir_size", 1_000_000)) * 1000
-    config.SandboxMixin.use_bwrap = sandbox
-    config.SandboxMixin.uid = _SLOT["uid"] if sandbox else -1
-    config.SandboxMixin.runtime_root = str(scratch)
-    config.SandboxMixin.staging = str(_student_files(root, assignment, student, scratch,
-                                                     each, total))
-    config.TwoKernelExecute.source_notebook = str(_source_notebook(root, assignment))
-    config.TwoKernelExecute.test_files = str(_test_files(root, assignment, each, total))
-    config.TwoKernelExecute.test_uid = _SLOT["test_uid"] if sandbox else -1
+    ok, log = _run_nbgrader("GenerateAssignment", config)
+    if not ok:
+        raise RuntimeError("nbgrader generate_assignment failed on this worker: " + _tail(log))
+    if course_files.duedate:
+        from nbgrader.api import Gradebook
+        from nbgrader.utils import parse_utc
+
+        with Gradebook(config.CourseDirectory.db_url) as gb:
+            gb.update_or_create_assignment(assignment, duedate=parse_utc(course_files.duedate))
+    _PREPARED[key] = folder
+    return folder
+
+
+def _private(config, folder: Path):
+    """A worker writes only its own gradebook, whatever the course's says (PostgreSQL...)."""
+    config.CourseDirectory.root = str(folder)
+    config.CourseDirectory.db_url = f"sqlite:///{folder}/gradebook.db"
     return config
 
 
-def _source_notebook(root: Path, assignment: str) -> Path:
-    notebooks = sorted((root / "source" / assignment).glob("*.ipynb"))
-    return notebooks[0]
+def _config(course: Path, job: Job, scratch: Path):
+    assignment = job.course.assignment
+    config = _private(grading_config(course), course)
+    config.CourseDirectory.assignment_id = assignment
+    config.CourseDirectory.student_id = job.student
+    each, total = file_limits(config)
+    slot = _slot(Sandbox(config=config).uid_base)
+    config.SandboxMixin.use_bwrap = job.sandbox
+    config.SandboxMixin.uid = slot["uid"] if job.sandbox else -1
+    config.SandboxMixin.runtime_root = str(scratch)
+    config.SandboxMixin.staging = str(_student_files(course, job, scratch, each, total))
+    sources = sorted((course / "source" / assignment).glob("*.ipynb"))
+    config.TwoKernelExecute.source_notebook = str(sources[0])
+    config.TwoKernelExecute.test_files = str(_test_files(job.course, each, total))
+    config.TwoKernelExecute.test_uid = slot["test_uid"] if job.sandbox else -1
+    if job.gpu:
+        gpu_profile(config, slot["index"])
+    return config
 
 
-def _student_files(root, assignment, student, scratch, each, total) -> Path:
+def gpu_profile(config, slot: int) -> None:
+    """Grading on a GPU: the /dev/nvidia* devices in the sandbox, no address-space limit
+    (CUDA reserves huge virtual ranges), and one GPU per worker slot, unless the worker
+    was started with CUDA_VISIBLE_DEVICES already (dask-cuda, a job scheduler)."""
+    config.Sandbox.address_space_limit = False
+    config.Sandbox.devices = list(dict.fromkeys(list(config.Sandbox.get("devices", []))
+                                                + gpu_devices()))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        count = len([d for d in gpu_devices() if d[len("/dev/nvidia"):].isdigit()])
+        visible = str(slot % count) if count else ""
+    config.SandboxMixin.extra_env = [f"CUDA_VISIBLE_DEVICES={visible}"]
+
+
+def _student_files(course: Path, job: Job, scratch: Path, each: int, total: int) -> Path:
     """The student's kernel's files: the submission's own, then the release's data over
     them, never a notebook (the autograded one holds the hidden tests)."""
     not_notebook = lambda rel: rel.endswith(".ipynb") or rel == "timestamp.txt"  # noqa: E731
-    files, _ = safefiles.regular_files(root / "submitted" / student / assignment, each, total,
-                                       skip=not_notebook)
-    release = root / "release" / assignment
+    files = {name: data for name, data in job.files.items() if not not_notebook(name)}
+    release = course / "release" / job.course.assignment
     if release.is_dir():
         files.update(safefiles.regular_files(release, each, total, skip=not_notebook)[0])
     dest = scratch / "student-files"
@@ -124,22 +203,38 @@ def _student_files(root, assignment, student, scratch, each, total) -> Path:
     return dest
 
 
-def _test_files(root: Path, assignment: str, each: int, total: int) -> Path:
+def _test_files(course_files: CourseFiles, each: int, total: int) -> Path:
     """The test kernel's files: the source's data files (the instructor's own)."""
-    if assignment not in _STAGED:
-        files, _ = safefiles.regular_files(root / "source" / assignment, each, total,
-                                           skip=lambda rel: rel.endswith(".ipynb"))
-        dest = Path(tempfile.mkdtemp(prefix="cg-tests-", dir="/tmp"))
-        shutil.rmtree(dest)
-        safefiles.write_tree(dest, files)
-        _STAGED[assignment] = dest
-    return _STAGED[assignment]
+    folder = _prepared(course_files) / "test-files"
+    if not folder.exists():
+        files = {name: data for name, data in course_files.source.items()
+                 if not name.endswith(".ipynb")}
+        safefiles.write_tree(folder, files)
+    return folder
 
 
-def _cleanup() -> None:
-    testkernel.close_all()
-    for folder in _STAGED.values():
-        shutil.rmtree(folder, ignore_errors=True)
+def _slot(uid_base: int) -> dict:
+    """This process's slot: a number no other grading process of this user on this
+    machine holds (a lock kept for the process's life), whatever started it. As root it
+    gives the kernels their own uids; it also picks a GPU."""
+    if _SLOT:
+        return _SLOT
+    folder = Path(f"{SLOTS_DIR}-{os.geteuid()}")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for index in range(MAX_SLOTS):
+        fd = os.open(folder / f"{index}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        if unprivileged():  # no uid to give: kernels get user namespaces (autograder.sandbox)
+            _SLOT.update(uid=-1, test_uid=-1)
+        else:
+            _SLOT.update(uid=uid_base + index, test_uid=uid_base + TEST_UID_OFFSET + index)
+        _SLOT.update(index=index, fd=fd)
+        return _SLOT
+    raise RuntimeError(f"more than {MAX_SLOTS} grading processes on this machine")
 
 
 class _Clock:
@@ -156,31 +251,26 @@ class _Clock:
 
 
 def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
-    """Run one nbgrader converter for one student; retry when SQLite stays locked."""
+    """Run one nbgrader converter in this process; return whether it worked, and its log."""
     import nbgrader.converters as converters
     from nbgrader.coursedir import CourseDirectory
 
-    for attempt in range(DB_RETRIES):
-        buffer = io.StringIO()
-        app = getattr(converters, converter)(coursedir=CourseDirectory(config=config), config=config)
-        handler = logging.StreamHandler(buffer)
-        handler.setLevel(logging.WARNING)
-        app.log.addHandler(handler)
-        app.log.propagate = False
-        app.force = True
-        if hasattr(app, "create_student"):
-            app.create_student = True
-        try:
-            app.start()
-            return True, buffer.getvalue()
-        except Exception as exc:
-            log = buffer.getvalue() + f"\n{type(exc).__name__}: {exc}"
-            if "database is locked" not in log or attempt == DB_RETRIES - 1:
-                return False, log
-            time.sleep(1 + attempt)
-        finally:
-            app.log.removeHandler(handler)
-    return False, "unreachable"
+    buffer = io.StringIO()
+    app = getattr(converters, converter)(coursedir=CourseDirectory(config=config), config=config)
+    handler = logging.StreamHandler(buffer)
+    handler.setLevel(logging.WARNING)
+    app.log.addHandler(handler)
+    app.log.propagate = False
+    app.force = True
+    if hasattr(app, "create_student"):
+        app.create_student = True
+    try:
+        app.start()
+        return True, buffer.getvalue()
+    except Exception as exc:
+        return False, buffer.getvalue() + f"\n{type(exc).__name__}: {exc}"
+    finally:
+        app.log.removeHandler(handler)
 
 
 def _scores(config, assignment: str, student: str) -> tuple[float, float]:
@@ -194,3 +284,6 @@ def _scores(config, assignment: str, student: str) -> tuple[float, float]:
 def _tail(log: str, lines: int = 3) -> str:
     kept = [line for line in log.strip().splitlines() if line.strip()][-lines:]
     return " | ".join(kept)[:500]
+
+
+atexit.register(testkernel.close_all)

@@ -1,14 +1,17 @@
 """Grading throughput: plain nbgrader against course-grade, side by side.
 
 Grades the same class (honest submissions from tests/submissions.py, copied to N
-students) three ways, each in a fresh copy of the course:
+students) four ways, each in a fresh copy of the course:
   plain     `nbgrader autograde` (serial, no sandbox)
   serial    `course-grade --jobs 1` (sandboxed)
-  parallel  `course-grade --jobs <cpus>` (sandboxed)
+  parallel  `course-grade --jobs <cpus>` (sandboxed, this machine's process pool)
+  cluster   `course-grade --scheduler ...` on a Dask cluster of <cpus> workers on this
+            machine (`dask scheduler`, `dask worker`): the cluster path's own cost is its
+            time per submission over the local pool's, with as many workers
 and prints submissions per minute, parallel/plain, the sandbox's overhead (serial
-against plain), and how the parallel pipeline's time grows from 10 to N submissions.
-course-grade's time includes what plain nbgrader does not do: the integrity review,
-feedback and export.
+against plain), where each submission's time goes, and how the parallel pipeline's time
+grows from 10 to N submissions. course-grade's time includes what plain nbgrader does not
+do: a second (test) kernel, feedback and export.
 
     .venv/bin/python benchmarks/bench_grading.py            # 40 submissions
     .venv/bin/python benchmarks/bench_grading.py --n 12     # a quick look
@@ -68,6 +71,21 @@ def pipeline(course: Path, jobs: int):
                            "--no-progress"], capture_output=True, text=True)
 
 
+def on_cluster(course: Path, workers: int, base: Path):
+    """course-grade on a Dask cluster of ``workers`` started here; the cluster's start-up
+    is not counted (an instructor's cluster is already running)."""
+    from tests.servers import dask_cluster
+
+    folder = Path(tempfile.mkdtemp(dir=base))
+    with dask_cluster(workers, folder) as (address, _, _):
+        cli = Path(sys.executable).parent / "course-grade"
+        start = time.perf_counter()
+        result = subprocess.run([str(cli), ASSIGNMENT, "--course", str(course), "--scheduler",
+                                 address, "--no-progress"], capture_output=True, text=True)
+        on_cluster.seconds = time.perf_counter() - start
+    return result
+
+
 def breakdown(course: Path) -> dict[str, float]:
     """Mean seconds per graded submission in each step, from the pipeline's report."""
     from autograder.report import export_grades
@@ -79,7 +97,7 @@ def breakdown(course: Path) -> dict[str, float]:
         for step, seconds in row["phases"].items():
             steps[step] = steps.get(step, 0.0) + seconds / len(graded)
     start = time.perf_counter()
-    export_grades(course, ASSIGNMENT, course / "grades-again.csv")  # what the CLI does once
+    export_grades(course, [ASSIGNMENT], course / "grades-again.csv")  # what the CLI does once
     steps["export (once per run) / n"] = (time.perf_counter() - start) / max(1, len(rows))
     steps["per submission, all steps"] = sum(r["seconds"] for r in graded) / len(graded)
     return steps
@@ -89,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--ways", default="plain,serial,parallel,growth",
+    parser.add_argument("--ways", default="plain,serial,parallel,cluster,growth",
                         help="which runs, comma-separated (default: all)")
     args = parser.parse_args()
     ways = set(args.ways.split(","))
@@ -97,11 +115,14 @@ def main() -> None:
     try:
         times, steps = {}, {}
         for way, run in [("plain", plain), ("serial", lambda c: pipeline(c, 1)),
-                         ("parallel", lambda c: pipeline(c, args.jobs))]:
+                         ("parallel", lambda c: pipeline(c, args.jobs)),
+                         ("cluster", lambda c: on_cluster(c, args.jobs, base))]:
             if way not in ways:
                 continue
             course = make_class(args.n, Path(tempfile.mkdtemp(dir=base)))
             times[way] = timed(way, lambda: run(course))
+            if way == "cluster":
+                times[way] = on_cluster.seconds  # the cluster was up before the command
             if way != "plain":
                 steps[way] = breakdown(course)
         if "growth" in ways:
@@ -112,18 +133,25 @@ def main() -> None:
     report(args, times, steps, t10 if "growth" in ways else None)
 
 
+def grading_seconds(table: dict) -> float:
+    """The seconds of what plain nbgrader also does: autograde, all its steps."""
+    return sum(v for k, v in table.items() if k not in (
+        "feedback", "export (once per run) / n", "per submission, all steps"))
+
+
 LABELS = {"plain": "plain nbgrader autograde, serial",
           "serial": "course-grade --jobs 1, sandboxed",
-          "parallel": "course-grade --jobs {jobs}, sandboxed"}
+          "parallel": "course-grade --jobs {jobs}, sandboxed",
+          "cluster": "course-grade on {jobs} Dask workers"}
 
 
 def report(args, times: dict, steps: dict, t10: float | None) -> None:
     n, jobs = args.n, args.jobs
     print(f"\nGrading {n} submissions of {ASSIGNMENT} on {os.cpu_count()} CPUs "
           "(wall time of the whole command)")
-    print("  plain: autograde only (no sandbox, no integrity review, no feedback, no export)")
-    print("  course-grade: import check, sandboxed autograde, integrity review, feedback, "
-          "grades.csv and report")
+    print("  plain: autograde only (one kernel, no sandbox, no feedback, no export)")
+    print("  course-grade: inbox checks; per submission a sandboxed student kernel for the "
+          "answers and a warm sandboxed test kernel for the tests; feedback, grades.csv, report")
     print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s}")
     for way, seconds in times.items():
         print(f"{LABELS[way].format(jobs=jobs):40s} {seconds:9.1f} {n / seconds * 60:16.1f}")
@@ -132,7 +160,7 @@ def report(args, times: dict, steps: dict, t10: float | None) -> None:
         print(f"\n{LABELS[way].format(jobs=jobs)}: mean seconds per graded submission, by step")
         for step, seconds in table.items():
             print(f"  {step:38s} {seconds:7.2f}")
-        grading = table.get("autograde", 0.0)
+        grading = grading_seconds(table)
         if grading:
             print(f"  grading phase alone (sandboxed autograde, what plain does): "
                   f"{60 * workers / grading:.1f} submissions/min")
@@ -144,14 +172,18 @@ def report(args, times: dict, steps: dict, t10: float | None) -> None:
                     ("whole pipeline (serial vs plain)", times["serial"] / plain_s,
                      "   (target <= 10%)"),
                     ("grading phase alone (serial autograde vs plain)",
-                     steps["serial"]["autograde"] / (plain_s / n), "")]:
+                     grading_seconds(steps["serial"]) / (plain_s / n), "")]:
                 print(f"sandbox overhead, {what}: {(ratio - 1) * 100:+.0f}%{target}")
         if "parallel" in times:
             for what, ratio, target in [
                     ("whole pipeline", plain_s / times["parallel"], "   (target >= 1.7x)"),
                     ("grading phase alone",
-                     (plain_s / n) / (steps["parallel"]["autograde"] / jobs), "")]:
+                     (plain_s / n) / (grading_seconds(steps["parallel"]) / jobs), "")]:
                 print(f"parallel / plain throughput, {what}: {ratio:.2f}x{target}")
+    if "cluster" in times and "parallel" in times:
+        added = (on_cluster.seconds - times["parallel"]) / n
+        print(f"cluster path's added time per submission (vs the local pool, {jobs} workers "
+              f"each): {added:+.2f} s   (aim < 0.2 s)")
     if t10 is not None and "parallel" in times:
         parallel_s = times["parallel"]
         print(f"time growth, parallel: 10 submissions {t10:.1f} s -> {n} submissions "

@@ -39,6 +39,8 @@ c.Sandbox.memory_mb = 1500
 c.Sandbox.max_processes = 64
 c.Sandbox.max_output_mb = 1
 c.Exchange.root = {exchange!r}
+# The tests write every exchange folder as one user (as a hub with one system user would).
+c.ExchangeCollect.check_owner = False
 """
 
 # Code that, if the sandbox let it, would copy the solution out of source/.
@@ -157,13 +159,14 @@ def full_class() -> list[Case]:
     return cases
 
 
-def build_course(tmp: Path) -> Path:
+def build_course(tmp: Path, extra_config: str = "") -> Path:
     course = tmp / "course"
     course.mkdir()
     exchange = tmp / "exchange"
     exchange.mkdir()
     exchange.chmod(0o777)
-    config = (ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
+    config = ((ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
+              + extra_config)
     (course / "nbgrader_config.py").write_text(config)
     shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")

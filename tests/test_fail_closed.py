@@ -5,13 +5,14 @@ The worker runs in this process, so that faults can be put into the test kernel'
 """
 from __future__ import annotations
 
-import os
 import shutil
 
 import nbformat
 import pytest
 
-from autograder import testkernel, worker
+from autograder import grade, inbox, testkernel, worker
+from autograder.config import grading_config
+from autograder.job import Job
 from autograder.kernel import kill_tree
 from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
 from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
@@ -26,14 +27,16 @@ def course(tmp_path_factory):
     folder = course / "submitted" / "ada" / ASSIGNMENT
     folder.mkdir(parents=True)
     nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
-    if os.geteuid() == 0:
-        worker._SLOT.update(uid=61980, test_uid=62980)
     yield course
     testkernel.close_all()
 
 
-def grade(course) -> dict:
-    return worker.grade_submission(str(course), ASSIGNMENT, "ada", "digest", True)
+def grade_ada(course) -> dict:
+    """Grade ada's submission in this process, as a worker would, and record it."""
+    files, _ = inbox.read_submission(course / "submitted" / "ada" / ASSIGNMENT,
+                                     grading_config(course))
+    result = worker.grade_job(Job("ada", "digest", files, grade.course_files(course, ASSIGNMENT)))
+    return grade.record(course, ASSIGNMENT, result)
 
 
 def gradebook_scores(course) -> dict[str, float]:
@@ -67,7 +70,7 @@ def fault_in_run_test(monkeypatch, fail_calls: set[int], kill: bool = False) -> 
 def test_points_are_withheld_when_the_test_kernel_dies(course, monkeypatch):
     testkernel.close_all()  # a fresh test kernel: no retry can hide the fault
     fault_in_run_test(monkeypatch, {5}, kill=True)
-    outcome = grade(course)
+    outcome = grade_ada(course)
     assert outcome["fate"] == "needs review" and outcome["score"] == 0.0
     assert any("the test kernel died" in d and "withheld" in d for d in outcome["details"])
     assert set(gradebook_scores(course).values()) == {0.0}  # tests that passed before too
@@ -77,10 +80,10 @@ def test_points_are_withheld_when_the_test_kernel_dies(course, monkeypatch):
 
 def test_a_fault_on_a_reused_test_kernel_is_graded_again_on_a_fresh_one(course, monkeypatch):
     testkernel.close_all()
-    assert grade(course)["score"] == TOTAL  # warms the test kernel
+    assert grade_ada(course)["score"] == TOTAL  # warms the test kernel
     started = [k.starts for k in testkernel._WARM.values()]
     calls = fault_in_run_test(monkeypatch, {3})
-    outcome = grade(course)
+    outcome = grade_ada(course)
     assert outcome["fate"] == "graded" and outcome["score"] == TOTAL
     assert len(calls) > 19  # the first attempt stopped at its third test; all ran again
     assert [k.starts for k in testkernel._WARM.values()] == [1]  # a new kernel
@@ -90,8 +93,8 @@ def test_a_fault_on_a_reused_test_kernel_is_graded_again_on_a_fresh_one(course, 
 def test_a_fault_that_persists_withholds_and_a_later_regrade_gives_the_points(course, monkeypatch):
     testkernel.close_all()
     fault_in_run_test(monkeypatch, set(range(1, 100)))
-    outcome = grade(course)
+    outcome = grade_ada(course)
     assert outcome["fate"] == "needs review" and "injected fault" in " ".join(outcome["details"])
     monkeypatch.undo()
-    again = grade(course)  # what `course-grade --force` does for it
+    again = grade_ada(course)  # what `course-grade --force` does for it
     assert again["fate"] == "graded" and again["score"] == TOTAL

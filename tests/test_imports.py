@@ -43,11 +43,32 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     imported = sorted(p.name for p in (course / "submitted").iterdir())
     assert imported == ["late0", "s0", "s1", "s2"]  # five entries read, one of them too large
-    said = {student: message for student, _, message in problems}
-    assert "too large" in said["big"]
-    assert "more than 5 entries" in said["late1"] and "more than 5 entries" in said["late2"]
+    said = {student: (fate, message) for student, fate, message in problems}
+    assert said["big"] == ("needs review", said["big"][1]) and "not read" in said["big"][1]
+    assert all(said[s][0] == "needs review" and "larger than the import limits" in said[s][1]
+               for s in ("late1", "late2"))
     stamp = (course / "submitted" / "s1" / "gpu_tensors" / "timestamp.txt").read_text()
     assert stamp.startswith("2024-03-02 00:00:00")
+
+
+def test_one_students_entries_cannot_use_up_the_others_budget(course, tmp_path):
+    """A submission may hold nbgrader's max_dir_size; past it only that student's entries
+    are refused, and an older copy of theirs is never graded in place of the refused one."""
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
+                                               + "\nc.ImportLimits.max_total_mb = 100\n"
+                                               + "c.ImportLimits.max_entries = 100\n"
+                                               + "c.CourseDirectory.max_dir_size = 300\n")
+    old = course / "submitted" / "hog" / "gpu_tensors"
+    old.mkdir(parents=True)
+    (old / "gpu_tensors.ipynb").write_bytes(NB)
+    junk = [(f"gpu_tensors_hog_attempt_2024-03-01_junk{i}.ipynb", os.urandom(100_000))
+            for i in range(5)]
+    entries = junk + [("gpu_tensors_hog_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+                      ("gpu_tensors_ann_attempt_2024-03-01_gpu_tensors.ipynb", NB)]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert (course / "submitted" / "ann" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
+    assert not (course / "submitted" / "hog").joinpath("gpu_tensors").exists()
+    assert {s for s, _, _ in problems} == {"hog"}
 
 
 def test_a_file_that_is_not_a_zip_is_refused_with_a_reason(course, tmp_path):
@@ -93,11 +114,14 @@ def test_reading_never_follows_a_link_or_opens_a_fifo(tmp_path):
 
 @pytest.mark.parametrize("change, words", [
     (lambda nb: nb.cells[3].metadata.update(nbgrader="x"), "not a mapping"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(schema_version=1), "another version"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade="yes"), "'grade' must be"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(points=-1), "'points' must be"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(schema_version=1), "Outdated schema"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade="yes"), "not of type 'boolean'"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(points=-1), "less than the minimum"),
     (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade_id="bonus"), "'bonus'"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].pop("grade_id"), "without a name"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].pop("grade_id"), "does not have a grade_id"),
+    (lambda nb: nb.cells[3].metadata.update(nbgrader={}), "nbgrader refuses"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(extra=1), "'extra' was unexpected"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade=True, points=5), "role changed"),
     (lambda nb: nb.cells.__setitem__(3, nbformat.v4.new_markdown_cell(
         "x", metadata={"nbgrader": dict(nb.cells[3].metadata["nbgrader"])})), "was changed from"),
 ])
@@ -105,10 +129,33 @@ def test_metadata_nbgrader_would_choke_on_is_an_invalid_notebook(change, words):
     nb = make_submission(RELEASE, SOLUTIONS)
     assert nb.cells[3].metadata["nbgrader"]["grade_id"] == "checks"
     change(nb)
-    cells = {"checks": {"cell_type": "code"}}
+    cells = {"checks": {"cell_type": "code", "locked": True}}
     files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
     fate, message = inbox.problem(files, [], ["gpu_tensors.ipynb"], cells)
     assert fate == "invalid notebook" and words in message
+
+
+def test_copies_of_a_cell_are_graded_as_ordinary_cells():
+    """A learner who copies a cell in JupyterLab copies its nbgrader metadata: the first
+    keeps it, the copies lose it (nbgrader would fail on them), and the outcome says so."""
+    nb = make_submission(RELEASE, SOLUTIONS)
+    nb.cells.insert(5, nbformat.from_dict(nb.cells[3]))
+    files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
+    cleaned, notes = inbox.without_copies(files, ["gpu_tensors.ipynb"])
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id")
+           for c in nbformat.reads(cleaned["gpu_tensors.ipynb"].decode(), as_version=4).cells]
+    assert ids.count("checks") == 1 and ids.index("checks") == 3
+    assert notes == ["gpu_tensors.ipynb: copies of cell(s) checks graded as ordinary cells "
+                     "(only the first counts)"]
+
+
+@pytest.mark.parametrize("stamp, ok", [
+    ("2024-03-01 10:00:00.000000 UTC", True), ("2024-03-01 10:00:00", True),
+    ("2024-03-01 10:00:00 /etc/shadow", False), ("not a date", False), ("", False)])
+def test_a_timestamp_must_be_a_date_and_nothing_else(stamp, ok):
+    """nbgrader hands a timestamp's last word to a time-zone lookup, which opens any path."""
+    problem = inbox.timestamp_problem({"timestamp.txt": stamp.encode()})
+    assert (problem is None) == ok
 
 
 def test_an_honest_notebook_passes_the_inbox(course):
@@ -120,3 +167,32 @@ def test_an_honest_notebook_passes_the_inbox(course):
                          cells)[0] == "invalid notebook"
     assert inbox.problem(files, ["x is a link"], ["gpu_tensors.ipynb"], cells)[0] == \
         "invalid notebook"
+
+
+def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_path):
+    """A folder named for another student, a name that is not a date, a file where a folder
+    should be: each is that entry's problem, and the collect goes on."""
+    exchange = tmp_path / "exchange"
+    inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound"
+    inbound.mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
+                                               + f"\nc.Exchange.root = {str(exchange)!r}\n")
+    from tests.class_fixture import nbgrader
+
+    nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    stamp = "2024-03-01 10:00:00.000000 UTC"
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    for name in (f"{me}+gpu_tensors+{stamp}+a", f"alice+gpu_tensors+{stamp}+b",
+                 f"{me}2+gpu_tensors+not a date+c"):
+        (inbound / name).mkdir()
+        (inbound / name / "gpu_tensors.ipynb").write_bytes(NB)
+        (inbound / name / "timestamp.txt").write_text("2099-01-01 00:00:00 /etc/shadow")
+    (inbound / f"bob+gpu_tensors+{stamp}+d").write_text("a file, not a folder")
+    problems = importers.import_exchange(course, "gpu_tensors")
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == [me]
+    said = {student: message for student, _, message in problems}
+    assert f"belongs to {me}, not alice" in said["alice"]
+    assert "not a folder" in said["bob"] and "does not read as" in said[f"{me}2"]
+    # The timestamp is the folder's own date, never the student's timestamp.txt.
+    taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
+    assert taken == stamp

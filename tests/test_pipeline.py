@@ -17,8 +17,7 @@ import nbformat
 import pytest
 
 from autograder import importers
-from tests.class_fixture import (ASSIGNMENT, NOTEBOOK, build_course, full_class, honest_cases,
-                                 place_class, sentinel)
+from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course, full_class, place_class, sentinel
 from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 CLI = str(Path(sys.executable).parent / "course-grade")
@@ -106,16 +105,17 @@ def test_every_score_and_fate(graded):
 
 
 def test_tricks_gain_nothing_and_cover_every_weakness(graded):
-    """Every trick scores at most what its honest answers earn, and each weakness of
-    issue 8 has at least two tricks of its own."""
-    from tests.hostile._common import HONEST_SCORE, WEAKNESSES
+    """Every trick scores at most what its answers earn honestly (the trick's file works
+    that out from the tests its honest answers fail), never full marks, and each weakness
+    of issue 8 has at least two tricks of its own."""
+    from tests.hostile._common import WEAKNESSES
 
     course, cases, _, _ = graded
     outcomes = report(course)
     tricks = [c for c in cases if c.weakness]
     for case in tricks:
         if case.route != "placed":
-            assert outcomes[case.student]["score"] <= HONEST_SCORE < TOTAL, case.student
+            assert outcomes[case.student]["score"] <= case.expected_score < TOTAL, case.student
     per_weakness = {w: {c.student for c in tricks if c.weakness == w} for w in WEAKNESSES}
     assert all(len(students) >= 2 for students in per_weakness.values()), per_weakness
 
@@ -303,19 +303,27 @@ def give_to_ordinary_user(base: Path) -> None:
             os.chown(path, ORDINARY, ORDINARY, follow_symlinks=False)
 
 
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of running processes that contain ``text``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(cmdline)
-    return found
+def descendants(pid: int) -> list:
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def alive(proc) -> bool:
+    try:
+        return proc.is_running() and proc.status() != "zombie"
+    except Exception:  # noqa: BLE001 - gone
+        return False
+
+
+def cmdline(proc) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except Exception:  # noqa: BLE001 - gone, or a zombie
+        return ""
 
 
 def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(graded):
@@ -343,17 +351,20 @@ def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(grad
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
             time.sleep(0.2)
-        # Kill it while a sandboxed kernel of the next submission is running.
+        # Kill it while a student's sandboxed kernel of the next submission is running.
         while time.monotonic() < deadline and not any(
-                "kernel_entry" in p for p in processes_mentioning(str(course))):
+                "kernel_entry" in cmdline(p) and "student-files" in cmdline(p)
+                for p in descendants(run.pid)):
             time.sleep(0.05)
+        left = descendants(run.pid)
+        assert any("kernel_entry" in cmdline(p) for p in left)
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
-        # The killed grader's sandboxed kernels die with it: none is left running.
+        # The killed grader's workers and sandboxed kernels die with it: none is left.
         deadline = time.monotonic() + 15
-        while processes_mentioning(str(course)) and time.monotonic() < deadline:
+        while any(alive(p) for p in left) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert processes_mentioning(str(course)) == []
+        assert [cmdline(p)[:120] for p in left if alive(p)] == []
         done_before = {p.stem for p in ledger.glob("*.json")}
         assert 1 <= len(done_before) < len(picks)
 
@@ -386,7 +397,7 @@ def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace():
         sandbox = as_ordinary_user([sys.executable, "-c", "import json; from pathlib import Path; "
                                     "from autograder.sandbox import Sandbox; print(json.dumps("
                                     f"Sandbox().command(Path({str(work / 'staging')!r}), "
-                                    f"Path({str(work / 'sockets')!r}), -1)))"], work)
+                                    "[], -1)))"], work)
         argv, steps = json.loads(sandbox.stdout)
         assert "--unshare-user" in argv and "--disable-userns" in argv and steps == {}
         forks = as_ordinary_user(argv + [sys.executable, "-c", FORKS], work, timeout=120)
@@ -396,3 +407,62 @@ def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace():
         assert got["uid"] == ORDINARY and 1 <= got["started"] <= 11
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
+    """reports/<assignment>/class-report.html: a page that opens without a server."""
+    from html.parser import HTMLParser
+
+    course, cases, _, _ = graded
+    page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.images, self.scripts = [], 0, 0
+            self._row = None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self._row = []
+            elif tag == "img" and dict(attrs).get("src", "").startswith("data:image/png;base64,"):
+                self.images += 1
+            elif tag == "script":
+                self.scripts += 1
+
+        def handle_data(self, data):
+            if self._row is not None and data.strip():
+                self._row.append(data.strip())
+
+        def handle_endtag(self, tag):
+            if tag == "tr" and self._row is not None:
+                self.rows.append(self._row)
+                self._row = None
+
+    parsed = Tables()
+    parsed.feed(page)
+    assert parsed.images == 2 and parsed.scripts == 0  # histogram and pass rates, inline
+    rows = {row[0]: row for row in parsed.rows}
+    # Per question: of the graded submissions, how many had full marks.
+    assert rows["test_q2_mb"][2] != "0" and rows["test_q2_mb"][3].endswith("%")
+    # The hint of the MiB mistake is counted, once per student who made it.
+    mib = [row for row in parsed.rows if len(row) == 3 and "that is in MiB" in row[2]
+           and row[1] == "test_q2_mb"]
+    assert mib and int(mib[0][0]) >= 1
+    fates = {row[0]: int(row[1]) for row in parsed.rows if len(row) == 2}
+    assert fates["graded"] == sum(1 for o in report(course).values() if o["fate"] == "graded")
+
+
+def test_grades_export_in_canvas_form(graded):
+    course, _, _, _ = graded
+    result = course_grade(course, "--export", "canvas")
+    assert result.returncode == 0, result.stderr[-2000:]
+    import csv
+
+    with open(course / "grades-canvas.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == TOTAL
+    by_login = {row[3]: float(row[5]) for row in rows[2:]}
+    assert by_login["ada"] == TOTAL and by_login["mistake-mib"] == MISTAKES["mib"].score
+    assert set(by_login) == set(report(course))

@@ -87,10 +87,15 @@ print(json.dumps({{
     "home": os.path.exists("/root/.ssh") or os.path.exists("/home"),
     "network": can(lambda: socket.create_connection(("1.1.1.1", 80), timeout=2)),
     "staging_writable": can(lambda: open("{STAGING_DIR}/x", "w")),
+    "host_writable": [line.split()[4] for line in open("/proc/self/mountinfo")
+                      if " - tmpfs " not in line and " - proc " not in line
+                      and line.split()[5].startswith("rw") and line.split()[4] != "/dev"
+                      and not line.split()[4].startswith("/dev/")],
 }}))
 """))
     assert seen == {"cwd": WORK_DIR, "staged": "staged", "uid": UID if UID >= 0 else os.getuid(),
-                    "source": False, "home": False, "network": False, "staging_writable": False}
+                    "source": False, "home": False, "network": False, "staging_writable": False,
+                    "host_writable": []}  # no host folder is mounted writable
     run("open('new.txt', 'w').write('made in the kernel')")
     assert sorted(p.name for p in run.staging.iterdir()) == ["data.txt"]  # host untouched
 
@@ -142,21 +147,176 @@ time.sleep(10)
         time.sleep(0.2)
     assert not run.km.is_alive()
     assert [e["event"] for e in run.km.events] == ["memory"]
-    assert run.km.events[0]["used_mb"] > 700
+    assert run.km.events[0]["used_mb"] >= 700  # a control group stops it at the limit itself
 
 
 def test_the_arguments_say_what_is_writable_and_how_large():
     sandbox = Sandbox(disk_mb=123, shm_mb=45)
-    argv = sandbox.argv(Path("/x/staging"), Path("/tmp/cg-1/k/s"), userns=True)
+    argv = sandbox.argv(Path("/x/staging"), [Path("/tmp/cg-1/k/kernel.json")], userns=True)
     text = " ".join(argv)
     assert f"--size {123_000_000} --perms 1777 --tmpfs /tmp" in text
     assert f"--size {45_000_000} --perms 1777 --tmpfs /dev/shm" in text
     assert f"--ro-bind /x/staging {STAGING_DIR}" in text
-    assert "--bind /tmp/cg-1/k/s /tmp/cg-1/k/s" in text
+    assert "--ro-bind /tmp/cg-1/k/kernel.json /tmp/cg-1/k/kernel.json" in text
     assert "--unshare-user --disable-userns" in text and "--unshare-net" in text
-    assert "--disable-userns" not in sandbox.argv(Path("/s"), Path("/r"), userns=False)
+    assert "--disable-userns" not in sandbox.argv(Path("/s"), userns=False)
     assert nested_argv("bwrap")[:3] == ["bwrap", "--unshare-user", "--disable-userns"]
-    # Only the writable paths are bound read-write: nothing of the course is bound at all.
-    writable = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
-    assert writable == ["/tmp/cg-1/k/s"]
+    # No host path is bound writable at all, and nothing of the course is bound.
+    assert "--bind" not in argv and "--dev-bind" not in argv
     assert not any(str(ROOT / "source") in a for a in argv)
+
+
+def test_the_gpu_profile_binds_the_devices_lifts_the_address_limit_and_picks_a_gpu(monkeypatch):
+    from autograder import worker
+
+    devices = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
+    monkeypatch.setattr(worker, "gpu_devices", lambda: devices)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    config = Config()
+    worker.gpu_profile(config, slot=3)
+    sandbox = Sandbox(config=config)
+    assert sandbox.limits()["address_space_mb"] == 0  # CUDA reserves huge virtual ranges
+    text = " ".join(sandbox.argv(Path("/s")))
+    assert all(f"--dev-bind {d} {d}" in text for d in devices)
+    assert list(config.SandboxMixin.extra_env) == ["CUDA_VISIBLE_DEVICES=1"]  # slot 3 of 2 GPUs
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # set by the worker's launcher: kept
+    worker.gpu_profile(config, slot=3)
+    assert list(config.SandboxMixin.extra_env) == ["CUDA_VISIBLE_DEVICES=5"]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_path):
+    """course-grade --gpu: the hidden tests run on CUDA too (their device lists add "cuda"
+    where the test kernel has a GPU)."""
+    import nbformat
+
+    from autograder import grade, inbox, testkernel, worker
+    from autograder.config import grading_config
+    from autograder.job import Job
+    from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
+    from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
+
+    course = build_course(tmp_path)
+    nb = make_submission(RELEASE, SOLUTIONS)
+    nb.cells.append(nbformat.v4.new_code_cell("import torch\nprint('cuda', torch.cuda.is_available())"))
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / NOTEBOOK)
+    files, _ = inbox.read_submission(folder, grading_config(course))
+    try:
+        result = worker.grade_job(Job("ada", "d", files, grade.course_files(course, ASSIGNMENT),
+                                      gpu=True))
+    finally:
+        testkernel.close_all()
+    outcome = grade.record(course, ASSIGNMENT, result)
+    assert outcome["score"] == TOTAL, outcome["details"]
+    assert b"cuda True" in result.autograded[NOTEBOOK]
+
+
+def test_a_kernel_that_keeps_many_cpus_busy_is_stopped(kernel_with, monkeypatch):
+    """Busy processes, each in a session of its own (so many 'users' to the scheduler),
+    would starve the other kernels: without a control group to cap it, the tree's CPU
+    share is the limit, and the watchdog stops it."""
+    from autograder import cgroups
+
+    monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
+    run = kernel_with(max_cpus=0.5)
+    try:
+        run("""
+import subprocess, time
+busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(3)]
+time.sleep(20)
+""", timeout=40)
+    except Exception:  # the kernel is killed mid-cell
+        pass
+    deadline = time.monotonic() + 10
+    while run.km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not run.km.is_alive()
+    assert [e["event"] for e in run.km.events] == ["cpu_share"]
+
+
+def test_a_control_group_caps_the_cpu_of_many_busy_processes(kernel_with):
+    """With a control group (root), busy processes in sessions of their own get the cap in
+    all, not a share each: the kernel lives on, slowed, and the others are unharmed."""
+    from autograder import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    run = kernel_with(max_cpus=0.5)
+    used = run("""
+import os, subprocess, time
+busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(4)]
+start, cpu = time.monotonic(), os.times()
+time.sleep(4)
+t = os.times()
+print((t.children_user + t.children_system) / (time.monotonic() - start))
+for p in busy:
+    p.kill()
+""", timeout=30)
+    assert run.km.is_alive() and run.km.events == []
+    group = run.km._group
+    stat = (group.cpu / ("cpu.stat" if group.v2 else "cpu.stat")).read_text()
+    assert ("nr_throttled" in stat) and int(stat.split("nr_throttled")[1].split()[0]) > 0
+    del used
+
+
+def test_one_busy_core_is_within_the_cpu_share(kernel_with):
+    run = kernel_with(max_cpus=1.5)
+    assert run("""
+import time
+end = time.monotonic() + 6
+n = 0
+while time.monotonic() < end:
+    n += 1
+print("done")
+""") == "done"
+    assert run.km.is_alive() and run.km.events == []
+
+
+HIDDEN_MEMORY = {
+    # Pages of an unmapped memfd: in no process's resident memory, in no tmpfs folder.
+    "memfd": """
+import os
+fds = []
+for _ in range(5):
+    fd = os.memfd_create("hoard")
+    for _ in range(100):
+        os.write(fd, b"m" * 1_000_000)
+    fds.append(fd)
+""",
+    # A System V shared-memory segment, filled and detached.
+    "sysv": """
+import ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+for _ in range(3):
+    sid = libc.shmget(0, 200_000_000, 0o1600)
+    address = libc.shmat(sid, None, 0)
+    assert sid >= 0 and address not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+    ctypes.memset(address, 7, 200_000_000)
+    libc.shmdt(ctypes.c_void_p(address))
+""",
+}
+
+
+@pytest.mark.parametrize("how", sorted(HIDDEN_MEMORY))
+def test_memory_hidden_from_every_process_still_counts(kernel_with, how):
+    """Where the grader can give each kernel a control group (root), memory held where
+    no process shows it is counted like any other: the kernel is killed for memory."""
+    from autograder import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    # No address-space limit: it would refuse the segments before they are filled.
+    run = kernel_with(memory_mb=350, address_space_limit=False)
+    try:
+        run(HIDDEN_MEMORY[how] + "\nimport time\ntime.sleep(10)\nprint('kept it all')", timeout=15)
+    except Exception:  # the kernel is killed mid-cell
+        pass
+    deadline = time.monotonic() + 10
+    while run.km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not run.km.is_alive() and run.km.oom_killed(), run.km.events

@@ -1,8 +1,6 @@
 """An answer cell that fails with a 20 MB error message, which the reply carries as well
 as the output."""
-from tests.hostile._common import HONEST_SCORE
-from tests.hostile._common import BASE
-from tests.submissions import POINTS
+from tests.hostile._common import BASE, HONEST_SCORE
 
 WEAKNESS = 5
 STUDENT_ID = "trick-error-reply-flood"

@@ -1,7 +1,7 @@
 """Replaces the student's end of the bridge: every request gets a forged reply that
 claims right-looking answers, references to arguments that do not exist, unknown kinds
 and nesting deep enough to break a naive decoder."""
-from tests.hostile._common import HONEST_SCORE, with_trick
+from tests.hostile._common import with_trick
 
 WEAKNESS = 3
 STUDENT_ID = "trick-forges-bridge-replies"

@@ -1,7 +1,7 @@
 """A tensor subclass whose __torch_function__ lies: it reports the model's device and
 dtype and equality with anything, while its data are float64 on the CPU."""
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import MISTAKES, POINTS
+from tests.submissions import POINTS
 
 WEAKNESS = 3
 STUDENT_ID = "trick-torch-function-liar"

@@ -1,0 +1,165 @@
+"""The class report: how the whole class did on one assignment, for the instructor.
+
+One HTML page beside report.json, that opens from the disk without a server: per-question
+pass rates, the score histogram, the mistakes most often hinted (counted from the hint
+messages in the autograded test cells), and the fates. Plots are made with matplotlib and
+embedded as PNG; every text that came from a student's notebook is escaped.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+
+from autograder.config import grading_config
+from autograder.fates import FATES
+
+# A check's failure reads "<what> = <the answer>: <hint>"; the hint is what the class
+# has in common. Other failures (a name not defined, points withheld, a crash) say what
+# went wrong with one notebook, not a misconception, and are the fates' and feedback's.
+HINTED = re.compile(r"^[^=\n]{0,200}= [^:\n]{0,200}: (?P<hint>.+)$", re.S)
+SHOWN_MISTAKES = 20
+
+
+def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
+    graded = [o for o in outcomes if o.get("max_score")]
+    questions = pass_rates(course_root, assignment)
+    mistakes = hinted_mistakes(course_root, assignment, [o["student_id"] for o in graded])
+    fates = Counter(o["fate"] for o in outcomes)
+    scores = [o["score"] for o in graded]
+    max_score = max((o["max_score"] for o in graded), default=0)
+    page = PAGE.format(
+        title=html.escape(assignment),
+        summary=html.escape(f"{len(outcomes)} students; {len(graded)} graded; "
+                            f"mean {sum(scores) / len(scores):.1f} of {max_score:g}" if scores
+                            else f"{len(outcomes)} students; none graded"),
+        histogram=_png(_histogram(scores, max_score)) if scores else "<p>No scores yet.</p>",
+        questions="".join(
+            f"<tr><td>{html.escape(q)}</td><td>{points:g}</td><td>{n}</td>"
+            f"<td>{100 * passed / n:.0f}%</td><td>{mean:.2f}</td></tr>"
+            for q, (points, n, passed, mean) in questions.items()),
+        rates=_png(_rates(questions)) if questions else "",
+        mistakes="".join(
+            f"<tr><td>{count}</td><td>{html.escape(cell)}</td><td>{html.escape(hint)}</td></tr>"
+            for (cell, hint), count in sorted(mistakes.items(),
+                                              key=lambda kv: (-kv[1], kv[0]))[:SHOWN_MISTAKES]),
+        fates="".join(f"<tr><td>{html.escape(f)}</td><td>{fates[f]}</td></tr>"
+                      for f in FATES if fates[f]),
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "class-report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def pass_rates(course_root: Path, assignment: str) -> dict[str, tuple[float, int, int, float]]:
+    """Test cell -> (points, submissions graded, full marks, mean score), from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    rates: dict[str, list] = {}
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        for submission in gb.find_assignment(assignment).submissions:
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.max_score and grade.auto_score is not None:
+                        entry = rates.setdefault(grade.name, [grade.max_score, 0, 0, 0.0])
+                        entry[1] += 1
+                        entry[2] += grade.score >= grade.max_score
+                        entry[3] += grade.score
+    return {name: (p, n, passed, total / n) for name, (p, n, passed, total) in rates.items()}
+
+
+def hinted_mistakes(course_root: Path, assignment: str, students: list[str]) -> Counter:
+    """(test cell, hint) -> how many students' test cells failed with it."""
+    counts: Counter = Counter()
+    for student in students:
+        folder = course_root / "autograded" / student / assignment
+        for path in sorted(folder.glob("*.ipynb")):
+            try:
+                nb = nbformat.read(path, as_version=4)
+            except Exception:  # noqa: BLE001 - written by the grader; skip what fails
+                continue
+            seen = set()
+            for cell in nb.cells:
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+                    continue
+                for out in cell.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        hint = _hint(str(out.get("evalue", "")))
+                        key = (meta.get("grade_id", "?"), hint)
+                        if hint and key not in seen:
+                            seen.add(key)
+                            counts[key] += 1
+    return counts
+
+
+def _hint(message: str) -> str | None:
+    match = HINTED.match(message.strip())
+    return " ".join(match.group("hint").split())[:160] if match else None
+
+
+def _histogram(scores: list[float], max_score: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bins = max(1, min(30, int(max_score) + 1))
+    ax.hist(scores, bins=bins, range=(0, max_score or 1), color="#0072B2", edgecolor="white")
+    ax.set_xlabel(f"score (of {max_score:g})")
+    ax.set_ylabel("students")
+    fig.tight_layout()
+    return fig
+
+
+def _rates(questions: dict):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(questions)
+    fig, ax = plt.subplots(figsize=(6, 0.3 * len(names) + 1))
+    ax.barh(names, [100 * passed / n for _, n, passed, _ in questions.values()], color="#E69F00")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of graded submissions with full marks")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return f'<img alt="" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Class report: {title}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:left}}</style>
+</head><body>
+<h1>Class report: {title}</h1>
+<p>{summary}</p>
+<h2>Scores</h2>
+{histogram}
+<h2>Questions</h2>
+<table><tr><th>test cell</th><th>points</th><th>graded</th><th>full marks</th><th>mean</th></tr>
+{questions}</table>
+{rates}
+<h2>Mistakes most often hinted</h2>
+<table><tr><th>students</th><th>test cell</th><th>message</th></tr>{mistakes}</table>
+<h2>Fates</h2>
+<table><tr><th>fate</th><th>students</th></tr>{fates}</table>
+</body></html>
+"""

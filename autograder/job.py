@@ -1,0 +1,55 @@
+"""What travels between the coordinator and a grading worker: one submission as bytes,
+and what became of it.
+
+The coordinator (``autograder.grade``) reads the course folder and is the only one that
+writes it and the gradebook. A worker (``autograder.worker``), on this machine or on a
+Dask cluster's, needs no shared filesystem: a ``Job`` carries the submission's files and
+what the worker needs of the course (its nbgrader_config.py, the source folder, the due
+date; the worker makes the release from the source, as CI proves the committed one is
+made), and a ``Result`` carries back the autograded
+notebooks, the feedback pages and the outcome. Both are plain dataclasses of bytes and
+text, so any transport (a process pool, Dask) can carry them.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CourseFiles:
+    """What a worker needs of the course to grade one assignment."""
+
+    assignment: str
+    config: str                       # the course's nbgrader_config.py
+    source: dict[str, bytes]          # source/<assignment>/, relative path -> bytes
+    duedate: str | None = None        # the assignment's due date in the gradebook, ISO
+
+    @property
+    def key(self) -> str:
+        """Equal for equal contents: a worker prepares each course once."""
+        h = hashlib.sha256()
+        for part in (self.assignment, self.config, self.duedate or ""):
+            h.update(part.encode() + b"\0")
+        for name in sorted(self.source):
+            h.update(name.encode() + b"\0" + hashlib.sha256(self.source[name]).digest())
+        return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Job:
+    student: str
+    digest: str                       # of the submission's files, for the ledger
+    files: dict[str, bytes]           # submitted/<student>/<assignment>/, relative path -> bytes
+    course: CourseFiles
+    sandbox: bool = True
+    gpu: bool = False
+    notes: tuple = ()                 # what the coordinator changed, for the outcome's details
+
+
+@dataclass
+class Result:
+    outcome: dict                     # fates.Outcome.as_dict()
+    autograded: dict[str, bytes] = field(default_factory=dict)  # autograded/<student>/<a>/
+    feedback: dict[str, bytes] = field(default_factory=dict)    # feedback/<student>/<a>/
+    timestamp: str | None = None      # the submission's timestamp.txt, if any
