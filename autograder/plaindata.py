@@ -202,15 +202,16 @@ def _decode_tensor(data):
     dtype = _dtype(data["dtype"])
     shape = [int(s) for s in data["shape"]]
     device = str(data["device"])
-    if "bytes" not in data:
-        return torch.empty(shape, dtype=dtype, device=device)
-    raw = bytearray(_unb64(data["bytes"]))
-    if not raw:
-        t = torch.empty(shape, dtype=dtype)
+    if "bytes" not in data:  # a meta tensor: a shape and a dtype, no numbers
+        t = torch.empty(shape, dtype=dtype, device=device)
     else:
-        t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape).clone()
-    if device != "cpu":
-        t = t.to(device)
+        raw = bytearray(_unb64(data["bytes"]))
+        if not raw:
+            t = torch.empty(shape, dtype=dtype)
+        else:
+            t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape).clone()
+        if device != "cpu":
+            t = t.to(device)
     if data.get("requires_grad") and (t.is_floating_point() or t.is_complex()):
         t.requires_grad_(True)
     return t
@@ -503,7 +504,8 @@ def _optimizer(opt, params: dict, torch):
             refs.append(params[id(param)])
         settings = {k: v for k, v in described.items() if k != "params"}
         groups.append({"params": refs, "settings": encode(settings)})
-    return {"$": "optimizer", "type": kind, "groups": groups, "state": encode(state["state"])}
+    return {"$": "optimizer", "type": kind, "groups": groups, "state": encode(state["state"]),
+            "defaults": encode(dict(opt.defaults))}
 
 
 def _decode_optimizer(data, values: list):
@@ -524,9 +526,25 @@ def _decode_optimizer(data, values: list):
         if type(settings) is not dict or not all(type(k) is str for k in settings):
             raise ValueError("an optimizer's settings must be named")
         groups.append({**settings, "params": params})
-    opt = getattr(torch.optim, kind)(groups)
+    opt = getattr(torch.optim, kind)(groups, **_constructor_defaults(kind, data.get("defaults")))
     _load_optimizer_state(opt, data)
     return opt
+
+
+def _constructor_defaults(kind: str, data) -> dict:
+    """The optimizer's own defaults (``optimizer.defaults``, what it was constructed with),
+    as keyword arguments its constructor takes; each group also carries its settings."""
+    import inspect
+
+    import torch
+
+    if data is None:
+        return {}
+    defaults = decode(data)
+    if type(defaults) is not dict:
+        raise ValueError("an optimizer's defaults must be a mapping")
+    accepted = inspect.signature(getattr(torch.optim, kind)).parameters
+    return {k: v for k, v in defaults.items() if type(k) is str and k in accepted and k != "params"}
 
 
 def _load_optimizer_state(opt, data) -> None:

@@ -1,13 +1,16 @@
-"""Prints the lesson's speed figures side by side with their targets.
+"""Prints the lessons' speed figures side by side with their targets.
 
-1. The lesson's wall time, top to bottom on the CPU with nbclient: kernel start and
+1. Each lesson's wall time, top to bottom on the CPU with nbclient: kernel start and
    torch import included. Target: 20 s on a 2-core machine.
-2. The time from a slider change to the updated result line, inside a real kernel
-   (the widget's messages are sent; the browser's drawing is not included).
-3. The race's frames per second while it plays in that kernel, against the 30 frames
-   per second it aims for, and the most it could draw with no pauses.
+2. The race (gpu_tensors): the time from a slider change to the updated result line,
+   inside a real kernel (the widget's messages are sent; the browser's drawing is not
+   included), and its frames per second while it plays, against the 30 it aims for.
+3. The training widget (gpu_training): steps per second of the bare training loop, of the
+   same loop inside the widget as the widget measures it, and of the widget's whole run,
+   redraws and pauses included; the time to redraw the curve and the status; and what
+   reading the loss every step costs here against every 100 steps.
 
-Run: .venv/bin/python benchmarks/bench_lesson.py [--runs N]
+Run: .venv/bin/python benchmarks/bench_lesson.py [--runs N] [--unit UNIT ...]
 """
 from __future__ import annotations
 
@@ -18,13 +21,16 @@ import statistics
 import time
 from pathlib import Path
 
+import tomllib
+
 import nbclient
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSON = ROOT / "notebooks" / "gpu_tensors.ipynb"
 TARGET_S = 20.0
+with open(ROOT / "pyproject.toml", "rb") as _file:
+    UNITS = tomllib.load(_file)["tool"]["gpucourse"]["units"]
 
 WIDGET_CELLS = [
     """
@@ -60,19 +66,53 @@ print(json.dumps({"frames": frames, "play_fps": frames / played, "aim_fps": 1 / 
 ]
 
 
+TRAINING_CELLS = [
+    """
+import json, time
+from gpucourse.training import Trainer, measure_reads
+from gpucourse.training_widget import TrainingWidget
+bare = Trainer(read_every=10)
+bare.run(steps=50)   # warm up
+runs = []
+for _ in range(3):   # the best of three: other programs on the machine only slow it down
+    start = time.perf_counter()
+    bare.run(steps=500)
+    runs.append(500 / (time.perf_counter() - start))
+bare_steps_s = max(runs)
+""",
+    """
+widget = TrainingWidget(max_steps=2000, read_every=10)
+start = time.perf_counter()
+await widget.train()
+wall = time.perf_counter() - start
+segment = widget.trainer.segment
+redraws = []
+for _ in range(20):
+    t = time.perf_counter()
+    widget._draw()
+    redraws.append((time.perf_counter() - t) * 1e3)
+cost = measure_reads("cpu")
+print(json.dumps({"bare_steps_s": bare_steps_s, "widget_steps_s": segment.steps_per_s,
+                  "widget_wall_steps_s": 2000 / wall, "redraw_ms": sorted(redraws)[10],
+                  "reads": len(widget.trainer.readings), "every_1_steps_s": cost.often_steps_per_s,
+                  "every_100_steps_s": cost.rarely_steps_per_s}))
+""",
+]
+
+
 def run(nb, timeout=120):
     start = time.perf_counter()
     nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(LESSON.parent)}}).execute()
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     return time.perf_counter() - start
 
 
-def lesson_wall_time() -> float:
-    return run(nbformat.read(LESSON, as_version=4))
+def lesson_wall_time(unit: str) -> float:
+    return run(nbformat.read(ROOT / "notebooks" / f"{unit}.ipynb", as_version=4))
 
 
-def widget_figures() -> dict:
-    nb = new_notebook(cells=[new_code_cell(c.strip()) for c in WIDGET_CELLS])
+def widget_figures(cells=WIDGET_CELLS) -> dict:
+    nb = new_notebook(cells=[new_code_cell(c.strip()) for c in cells])
     run(nb)
     figures = {}
     for cell in nb.cells:
@@ -87,25 +127,40 @@ def widget_figures() -> dict:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="lesson runs (default 3)")
+    parser.add_argument("--unit", nargs="*", default=UNITS, choices=UNITS,
+                        help="the units to measure (default: all)")
     args = parser.parse_args()
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the kernels run the CPU lesson, even on a GPU
 
-    walls = [lesson_wall_time() for _ in range(args.runs)]
-    w = widget_figures()
-    best, median = min(walls), statistics.median(walls)
-    print(f"{'figure':<44}{'measured':>14}{'target':>12}{'ratio':>8}")
-    print(f"{'lesson wall time, CPU, median of ' + str(args.runs):<44}{median:>12.1f} s"
-          f"{TARGET_S:>10.0f} s{median / TARGET_S:>8.2f}")
-    print(f"{'lesson wall time, CPU, best':<44}{best:>12.1f} s{TARGET_S:>10.0f} s"
-          f"{best / TARGET_S:>8.2f}")
-    print(f"{'slider change -> result line, median':<44}{w['slider_median_ms']:>11.2f} ms"
-          f"{'':>12}{'':>8}")
-    print(f"{'slider change -> result line, 95th pct':<44}{w['slider_p95_ms']:>11.2f} ms")
-    print(f"{'race frames per second while playing':<44}{w['play_fps']:>10.1f} fps"
-          f"{w['aim_fps']:>8.0f} fps{w['play_fps'] / w['aim_fps']:>8.2f}")
-    print(f"{'race frames per second, no pauses (ceiling)':<44}{w['max_fps']:>10.0f} fps")
-    print(f"({w['frames']} frames for 64 steps, played in {w['play_s']:.2f} s; "
-          f"lesson runs: {', '.join(f'{x:.1f}' for x in walls)} s; {os.cpu_count()} CPUs)")
+    print(f"{'figure':<52}{'measured':>14}{'target':>12}{'ratio':>8}")
+    for unit in args.unit:
+        walls = [lesson_wall_time(unit) for _ in range(args.runs)]
+        best, median = min(walls), statistics.median(walls)
+        print(f"{unit + ' lesson wall time, CPU, median of ' + str(args.runs):<52}{median:>12.1f} s"
+              f"{TARGET_S:>10.0f} s{median / TARGET_S:>8.2f}")
+        print(f"{unit + ' lesson wall time, CPU, best':<52}{best:>12.1f} s{TARGET_S:>10.0f} s"
+              f"{best / TARGET_S:>8.2f}   (runs: {', '.join(f'{x:.1f}' for x in walls)} s)")
+    if "gpu_tensors" in args.unit:
+        w = widget_figures()
+        print(f"{'race: slider change -> result line, median':<52}{w['slider_median_ms']:>11.2f} ms")
+        print(f"{'race: slider change -> result line, 95th pct':<52}{w['slider_p95_ms']:>11.2f} ms")
+        print(f"{'race: frames per second while playing':<52}{w['play_fps']:>10.1f} fps"
+              f"{w['aim_fps']:>8.0f} fps{w['play_fps'] / w['aim_fps']:>8.2f}")
+        print(f"{'race: frames per second, no pauses (ceiling)':<52}{w['max_fps']:>10.0f} fps"
+              f"   ({w['frames']} frames for 64 steps, played in {w['play_s']:.2f} s)")
+    if "gpu_training" in args.unit:
+        t = widget_figures(TRAINING_CELLS)
+        print(f"{'training: bare loop, read every 10, best of 3 (steps/s)':<52}{t['bare_steps_s']:>14,.0f}")
+        print(f"{'training: in the widget, as it measures (steps/s)':<52}{t['widget_steps_s']:>14,.0f}"
+              f"{'':>12}{t['widget_steps_s'] / t['bare_steps_s']:>8.2f}")
+        print(f"{'training: widget run, redraws included (steps/s)':<52}"
+              f"{t['widget_wall_steps_s']:>14,.0f}{'':>12}{t['widget_wall_steps_s'] / t['bare_steps_s']:>8.2f}")
+        print(f"{'training: redraw of curve, status, table (median)':<52}{t['redraw_ms']:>11.2f} ms"
+              f"   ({t['reads']} reads on the curve)")
+        print(f"{'training: read every step / every 100 (steps/s)':<52}"
+              f"{t['every_1_steps_s']:>7,.0f}/{t['every_100_steps_s']:,.0f}{'':>6}"
+              f"{t['every_1_steps_s'] / t['every_100_steps_s']:>8.2f}")
+    print(f"({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,15 @@
-"""What the course's lesson notebooks import: device choice, measurements, the race.
+"""What the course's lesson notebooks import: device choice, measurements, the race, training.
 
 Modules: ``device`` (pick cuda or cpu; on Colab without a GPU, say how to get one),
 ``measure`` (``torch.utils.benchmark`` timings and the verdict computed from them),
 ``race`` (the copy-versus-compute race as arithmetic), ``race_widget`` (the race as an
-ipywidgets widget, for ipywidgets 7.7.1 and 8.1) and ``figures`` (SVG figures that read
-without running code). Importing the package imports none of them, so it stays light.
+ipywidgets widget, for ipywidgets 7.7.1 and 8.1), ``figures`` (SVG figures that read
+without running code), ``training`` (a small network trained on synthetic spirals, reading
+its loss every N steps, and what those reads cost), ``training_widget`` (that training,
+live, as a widget), ``widget_access`` (accessible names for sliders), ``host_reads``
+(which lines of a loop read a value on the host), ``memory`` (what the weights,
+gradients and optimizer state take) and ``checkpoints`` (state dicts in memory, and one
+as a GPU saves it). Importing the package imports none of them, so it stays light.
 """
 
 __version__ = "0.1.0"

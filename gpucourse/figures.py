@@ -151,3 +151,84 @@ def _ticks(top: float) -> list[float]:
     magnitude = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 0.1
     step = max(round(raw / magnitude), 1) * magnitude
     return [round(i * step, 6) for i in range(int(top // step) + 1)]
+
+
+# -- training ------------------------------------------------------------------------------
+def loss_curve_svg(points: list[tuple[int, float]], last_step: int = 0, colour: str = CPU_COLOUR,
+                   device: str = "cpu", max_points: int = 300) -> str:
+    """The loss as read, against the training step: ``points`` are (step, loss). At most
+    ``max_points`` are drawn (evenly picked, the last always kept), so a curve read at
+    every step stays light to redraw."""
+    left, right, up, down = 56, 500, 16, 196
+    width, height = 560, 240
+    shown = _thin(points, max_points)
+    steps_end = max([last_step, 1] + [s for s, _ in shown])
+    top = max([v for _, v in shown] + [1e-9]) * 1.1
+
+    def x(step):
+        return left + step / steps_end * (right - left)
+
+    def y(value):
+        return down - value / top * (down - up)
+
+    if shown:
+        summary = (f"Loss against training step on {device}: {len(points)} reads, from "
+                   f"{shown[0][1]:.3f} at step {shown[0][0]:,} to {shown[-1][1]:.3f} at step "
+                   f"{shown[-1][0]:,}.")
+    else:
+        summary = f"Loss against training step on {device}: no read yet."
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(summary)}" '
+        'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+        f'<line x1="{left}" y1="{down}" x2="{right}" y2="{down}" stroke="{INK}"/>',
+        f'<line x1="{left}" y1="{up}" x2="{left}" y2="{down}" stroke="{INK}"/>',
+        f'<text x="{(left + right) / 2}" y="{down + 34}" text-anchor="middle">training step</text>',
+        f'<text x="14" y="{(up + down) / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {(up + down) / 2})">loss, as read</text>',
+        f'<text x="{left}" y="{down + 16}" text-anchor="middle">0</text>',
+        f'<text x="{right}" y="{down + 16}" text-anchor="middle">{steps_end:,}</text>',
+        f'<text x="{left - 6}" y="{down + 4}" text-anchor="end">0</text>',
+        f'<text x="{left - 6}" y="{up + 4}" text-anchor="end">{top:.2g}</text>',
+    ]
+    if len(shown) == 1:
+        parts.append(f'<circle cx="{x(shown[0][0]):.1f}" cy="{y(shown[0][1]):.1f}" r="3" '
+                     f'fill="{colour}"/>')
+    elif shown:
+        line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in shown)
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" '
+                     'stroke-width="2.5"/>')
+    else:
+        parts.append(f'<text x="{(left + right) / 2}" y="{(up + down) / 2}" '
+                     'text-anchor="middle" fill="#666666">no read of the loss yet</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _thin(points: list, limit: int) -> list:
+    if len(points) <= limit:
+        return list(points)
+    stride = len(points) / limit
+    picked = [points[int(i * stride)] for i in range(limit - 1)]
+    return picked + [points[-1]]
+
+
+def training_fallback_html(parameters: int) -> str:
+    """What a reader sees where the live training cannot run (GitHub, nbviewer): what the
+    widget does and the question to predict, with what to look for folded away. It shows
+    no measured figure: a saved notebook's speeds would be one machine's, not the reader's."""
+    return (
+        '<div class="training-fallback">'
+        f'<p><b>Train a network, live.</b> In a running notebook (run this one, or open it in '
+        f'Colab or Binder) a network of {parameters:,} parameters learns to tell three spirals '
+        'apart, on the notebook\'s device. Controls: <i>Read the loss every N steps</i>, '
+        '<i>Batch size</i>, <b>Train</b> and <b>Stop</b>. It draws the loss each time it reads '
+        'it, and shows the steps and samples per second it measures.</p>'
+        '<p>Predict before you train: on your device, how much slower is training when the '
+        'loss is read at every step rather than every 100 steps?</p>'
+        '<details><summary>What to look for</summary>'
+        '<p>Each read is <code>loss.item()</code>. On a GPU it makes the CPU wait for the GPU to '
+        'finish every step queued so far, so reading at every step costs speed. On a CPU there '
+        'is no queue, and a read costs little. A larger batch gives more samples per second '
+        'on either.</p></details></div>')

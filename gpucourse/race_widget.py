@@ -21,12 +21,7 @@ Stable CSS classes, for browser tests and styling:
 ``race-rule``      how the totals are computed, and where the speeds came from
 =================  ==========================================================
 
-Accessible name: ipywidgets draws the slider's handle (``role="slider"`` in 8,
-a bare ``<span>`` in 7) with no accessible name, even with a description, and
-has no trait to set one. A hidden Output widget inside the race carries a short
-script that names the handle after the slider's label ("Steps") and gives the
-7.x handle its role; it runs wherever the front end runs trusted outputs
-(JupyterLab, Notebook, Colab). Where it does not, the slider works as before.
+The Steps slider is named for screen readers after its label (``widget_access``).
 """
 from __future__ import annotations
 
@@ -37,31 +32,10 @@ import ipywidgets as widgets
 
 from .figures import CPU_COLOUR, GPU_COLOUR, race_fallback_html
 from .race import Race, steps_phrase
+from .widget_access import NAME_SLIDERS_JS, named, slider_namer  # noqa: F401 (re-exported)
 
 SECONDS_PER_FRAME = 1 / 30
 MAX_FRAMES = 120  # about 4 s for the longest race
-
-# Names each .race-steps slider handle after the slider's label; re-runs whenever the
-# page changes, because the front end may draw the slider after this script runs.
-NAME_SLIDERS_JS = """
-(function () {
-  function nameSliders() {
-    document.querySelectorAll('.race-steps').forEach(function (box) {
-      var label = box.querySelector('.widget-label');
-      var name = (label && label.textContent.trim()) || 'Steps';
-      var handle = box.querySelector('[role="slider"], .ui-slider-handle');
-      if (!handle) { return; }
-      if (handle.getAttribute('aria-label') !== name) { handle.setAttribute('aria-label', name); }
-      if (handle.getAttribute('role') !== 'slider') { handle.setAttribute('role', 'slider'); }
-    });
-  }
-  if (!window.gpucourseNameSliders) {
-    window.gpucourseNameSliders = nameSliders;
-    new MutationObserver(nameSliders).observe(document.body, {childList: true, subtree: true});
-  }
-  nameSliders();
-})();
-"""
 
 _STRIPES = f"repeating-linear-gradient(45deg, {GPU_COLOUR} 0 5px, #a9cfe8 5px 10px)"
 
@@ -83,8 +57,8 @@ class RaceWidget:
         self.revealed = False  # the seed asks for a prediction before the first result
         self._task = None
 
-        self.steps = widgets.IntSlider(value=steps, min=1, max=max_steps, description="Steps",
-                                       continuous_update=True)
+        self.steps = named(widgets.IntSlider(value=steps, min=1, max=max_steps,
+                                             description="Steps", continuous_update=True))
         self.run = widgets.Button(description="Run", button_style="primary")
         self.cpu = widgets.HTML()
         self.gpu = widgets.HTML()
@@ -93,9 +67,7 @@ class RaceWidget:
         self.mode = widgets.ToggleButtons(
             options=[("made-up ticks", "ticks"), ("measured speeds", "measured")],
             description="Speeds")
-        self._name_sliders = widgets.Output(layout=widgets.Layout(display="none"))
-        self._name_sliders.outputs = ({"output_type": "display_data", "metadata": {},
-                                       "data": {"application/javascript": NAME_SLIDERS_JS}},)
+        self._name_sliders = slider_namer()
 
         controls = [self.mode] if measured is not None else []
         controls.append(widgets.HBox([self.steps, self.run]))

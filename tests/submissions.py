@@ -1,21 +1,9 @@
 """Realistic submissions of the gpu_tensors exercises, built from the committed release.
 
-The API, for tests and benchmarks alike (no pytest here):
-
-- ``SOLUTIONS``: answer-cell grade_id -> the solution code, read from the source notebook.
-- ``POINTS``: test-cell grade_id -> its points, read from the source notebook; ``TOTAL``.
-- ``MISTAKES``: name -> ``Mistake``: the answer cells a common mistake changes (its code),
-  the test cells it fails, the hint text its feedback must show, and its expected score.
-- ``make_submission(release_nb_path, answers)``: the release notebook with those answer
-  cells filled in (the others keep their stub), as a ``NotebookNode``.
-- ``expected_score(answers_or_mistake)``: the total the autograder must give.
-- ``ANSWER_VALUES``: the seed's answers as printed; never in the release or a message.
-- ``SEED_ROUNDED``: the solutions with the seed's own rounded answers typed in (0.79 MB,
-  0.48 ms, 0.98 ms, as the lesson prints them): full marks.
-- ``ALWAYS_EQUAL``: name -> answers whose objects claim to equal anything (float, int and
-  str subclasses, a tensor subclass, a plain object with ``__eq__`` returning True), and
-  functions that return them; ``ALWAYS_EQUAL_MAX``: the most such a submission may earn.
-- ``without_cell`` / ``with_cell_source``: tampered copies of a submission.
+The API is every unit's (see tests/submission_kit.py, which holds the shared code;
+tests/units.py finds a unit's module); gpu_tensors also has ``SEED_ROUNDED``, the
+solutions with the seed's own rounded answers typed in (0.79 MB, 0.48 ms, 0.98 ms, as
+the lesson prints them): full marks.
 
 Example, a class of submissions::
 
@@ -25,45 +13,17 @@ Example, a class of submissions::
 """
 from __future__ import annotations
 
-import copy
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
+from tests import submission_kit as kit
 
-ROOT = Path(__file__).resolve().parents[1]
+from_kit = (kit.read_points, kit.read_solutions, kit.without_cell, kit.with_cell_source)
+read_points, read_solutions, without_cell, with_cell_source = from_kit
+
+ROOT = kit.ROOT
 ASSIGNMENT = "gpu_tensors"
 SOURCE = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-
-_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
-
-
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def read_solutions(source: Path = SOURCE) -> dict[str, str]:
-    """Answer-cell grade_id -> the cell's code with the solution markers removed."""
-    nb = nbformat.read(source, as_version=4)
-    return {
-        _nbgrader(cell)["grade_id"]: "\n".join(
-            line for line in cell.source.splitlines() if line.strip() not in _MARKERS
-        )
-        for cell in nb.cells
-        if _nbgrader(cell).get("solution")
-    }
-
-
-def read_points(source: Path = SOURCE) -> dict[str, float]:
-    """Autograded test-cell grade_id -> points."""
-    nb = nbformat.read(source, as_version=4)
-    return {
-        _nbgrader(cell)["grade_id"]: float(_nbgrader(cell)["points"])
-        for cell in nb.cells
-        if _nbgrader(cell).get("grade") and not _nbgrader(cell).get("solution")
-    }
 
 
 # The answers to the seed's own questions, as they would be printed. None of them may
@@ -75,37 +35,21 @@ ANSWER_VALUES: tuple[str, ...] = (
 )
 
 
-
 def answer_values_in(text: str) -> list[str]:
     """The ANSWER_VALUES that `text` shows as numbers of their own (not inside 0.7864321 or float64)."""
-    return [value for value in ANSWER_VALUES
-            if re.search(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", text)]
+    return kit.values_in(ANSWER_VALUES, text)
 
 
-SOLUTIONS: dict[str, str] = read_solutions()
-POINTS: dict[str, float] = read_points()
+SOLUTIONS: dict[str, str] = read_solutions(SOURCE)
+POINTS: dict[str, float] = read_points(SOURCE)
 TOTAL: float = sum(POINTS.values())
 
 
-@dataclass(frozen=True)
-class Mistake:
-    """A common mistake: the answer cells it changes, and what grading must make of it."""
+class Mistake(kit.Mistake):
+    """A common mistake of these exercises (see kit.Mistake)."""
 
-    description: str
-    changes: dict[str, str]          # answer-cell grade_id -> the mistaken code
-    fails: tuple[str, ...]           # test-cell grade_ids that must score 0
-    hint: str                        # text that must appear in the feedback
-    answers: dict[str, str] = field(init=False)  # the whole submission: solutions + changes
-
-    def __post_init__(self):
-        unknown = (set(self.changes) - set(SOLUTIONS)) | (set(self.fails) - set(POINTS))
-        if unknown:
-            raise ValueError(f"Mistake {self.description!r} names cells the notebook lacks: {sorted(unknown)}")
-        object.__setattr__(self, "answers", {**SOLUTIONS, **self.changes})
-
-    @property
-    def score(self) -> float:
-        return TOTAL - sum(POINTS[grade_id] for grade_id in self.fails)
+    SOLUTIONS = SOLUTIONS
+    POINTS = POINTS
 
 
 MISTAKES: dict[str, Mistake] = {
@@ -248,43 +192,9 @@ SEED_ROUNDED: dict[str, str] = {
 }
 
 
-# Objects that claim to equal anything. Every comparison lies; the str subclass's own
-# strip() and upper() keep the lie going; the tensor subclass also lies about its device,
-# dtype and shape; and `Anything` answers every attribute, call and iteration with itself.
-_LIES = """
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__
-    def __hash__(self): return 0
-"""
-_LIARS = f"""
-class Anything:{_LIES}
-    def __getattr__(self, name): return self
-    def __call__(self, *args, **kwargs): return self
-    def __iter__(self): return iter((self, self))
-    def __len__(self): return 2
-    def __bool__(self): return True
-    def __float__(self): return 1.0
-    def __index__(self): return 1
-
-class LyingFloat(float):{_LIES}
-
-class LyingInt(int):{_LIES}
-
-class LyingStr(str):{_LIES}
-    def strip(self, *args): return self
-    def upper(self): return self
-
-class LyingTuple(tuple):{_LIES}
-
-class LyingTensor(torch.Tensor):{_LIES}
-    device = dtype = shape = property(lambda self: Anything())
-"""
-
-
 def _always_equal(make: str, fn_result: str, *, text: str, integer: str, dtype: str,
                   pair: str) -> dict[str, str]:
-    first = _LIARS + "\n\ndef prepare_batch(batch, model):\n    return " + make
+    first = kit.LIARS + "\n\ndef prepare_batch(batch, model):\n    return " + make
     return {
         "q1_prepare_batch": first,
         "q1_second_problem": f"second_problem = {text}",
@@ -312,47 +222,37 @@ ALWAYS_EQUAL: dict[str, dict[str, str]] = {
 }
 ALWAYS_EQUAL_MAX = 0.1 * TOTAL
 
+FULL_MARKS: dict[str, dict[str, str]] = {"seed_rounded": SEED_ROUNDED}
+
+# One implausible answer per answer cell: each visible test must refuse it with a message.
+IMPLAUSIBLE: dict[str, str] = {
+    "q1_prepare_batch": "def prepare_batch(batch, model):\n    return batch.numpy()",
+    "q1_second_problem": "second_problem = 'float64'",
+    "q2_mb": "q2_mb = '0.8 MB'",
+    "q2_size_mb": "def size_mb(shape, dtype):\n    return 4",
+    "q3_ticks": "cpu_ticks_3, gpu_ticks_3, winner_3 = 90.5, 80.5, 'gpu'\ncpu_ticks_2 = gpu_ticks_2 = 0",
+    "q3_race_ticks": "def race_ticks(steps, *args, **kwargs):\n    return [steps, steps]",
+    "q3_fewest_gpu_steps": "def fewest_gpu_steps(*args, **kwargs):\n    return 2.5",
+    "q4_dtypes": "x_dtype, y_dtype = 'float64', 'float32'",
+    "q4_worked_example": "copy_ms = gpu_route_ms = -1\nverdict = 'the CPU'",
+}
+
+# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# a handful, chosen for what they send across its bridge between the two kernels.
+COURSE_GRADE_SAMPLE = ("mib", "mutates_batch")
+
+# Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
+# by deleting it, or by replacing test cells with `pass`.
+DELETED = ("deleted_test_cell", "float64_bytes", "test_q2_mb")
+PASSED = ("pass_in_test_cells", "mib", ("test_q2_mb", "test_q2_size_mb"))
+
 
 def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
     """The release notebook with the given answer cells filled in; the rest keep their stub."""
-    nb = nbformat.read(release_nb_path, as_version=4)
-    answers = dict(answers or {})
-    for cell in nb.cells:
-        grade_id = _nbgrader(cell).get("grade_id")
-        if _nbgrader(cell).get("solution") and grade_id in answers:
-            cell.source = answers.pop(grade_id)
-    if answers:
-        raise ValueError(f"the release has no answer cells named {sorted(answers)}")
-    return nb
+    return kit.make_submission(release_nb_path, answers)
 
 
-def without_cell(nb, grade_id: str):
-    """A copy of `nb` from which the learner deleted the cell `grade_id`."""
-    nb = copy.deepcopy(nb)
-    kept = [cell for cell in nb.cells if _nbgrader(cell).get("grade_id") != grade_id]
-    if len(kept) == len(nb.cells):
-        raise ValueError(f"no cell named {grade_id!r}")
-    nb.cells = kept
-    return nb
-
-
-def with_cell_source(nb, grade_id: str, source: str):
-    """A copy of `nb` in which the learner replaced the code of cell `grade_id`."""
-    nb = copy.deepcopy(nb)
-    cells = [cell for cell in nb.cells if _nbgrader(cell).get("grade_id") == grade_id]
-    if not cells:
-        raise ValueError(f"no cell named {grade_id!r}")
-    cells[0].source = source
-    return nb
-
-
-def expected_score(answers_or_mistake: dict[str, str] | Mistake) -> float:
+def expected_score(answers_or_mistake) -> float:
     """The total the autograder must give: full for the solutions, a mistake's own score,
     and 0 for the unmodified release (no answers)."""
-    if isinstance(answers_or_mistake, Mistake):
-        return answers_or_mistake.score
-    if answers_or_mistake == SOLUTIONS:
-        return TOTAL
-    if not answers_or_mistake:
-        return 0.0
-    raise ValueError("only the solutions, no answers, or a Mistake have a known expected score")
+    return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)

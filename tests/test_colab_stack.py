@@ -25,6 +25,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from course_package import copy_package, pip, run
+from units import UNITS
 
 COLAB_PINS = [
     "ipywidgets==7.7.1",
@@ -35,8 +36,9 @@ COLAB_PINS = [
     "torch==2.13.0",  # the CPU build on these machines' disk; never unpinned
 ]
 LESSON = "notebooks/gpu_tensors.ipynb"
-SOURCE = "source/gpu_tensors/gpu_tensors.ipynb"
-RELEASE = "release/gpu_tensors/gpu_tensors.ipynb"
+LESSONS = [f"notebooks/{unit}.ipynb" for unit in UNITS]
+SOURCES = [f"source/{unit}/{unit}.ipynb" for unit in UNITS]
+RELEASES = [f"release/{unit}/{unit}.ipynb" for unit in UNITS]
 CELL_TIMEOUT = 120
 # What a failing visible test may raise while its answer is still the stub.
 UNANSWERED = {"NotImplementedError", "NameError", "CheckFailed"}
@@ -51,7 +53,7 @@ def first_code_cell(notebook) -> str:
 
 
 # -- what Colab reads before it runs anything --------------------------------------------
-@pytest.mark.parametrize("name", [LESSON, SOURCE, RELEASE])
+@pytest.mark.parametrize("name", LESSONS + SOURCES + RELEASES)
 def test_notebook_asks_colab_for_a_gpu(root, name):
     metadata = read(root, name).metadata
     assert metadata.get("accelerator") == "GPU"
@@ -170,10 +172,52 @@ def test_lesson_runs_on_colabs_stack_and_its_race_plays_from_python(root, colab_
     assert disabled == "False"
 
 
+DRIVE_TRAINING = """\
+trainer.max_steps = 100_000
+trainer.train_button.click()
+print(trainer.training, trainer.train_button.disabled, trainer.stop_button.disabled)"""
+
+FINISH_TRAINING = """\
+import asyncio
+await asyncio.sleep(0.5)
+trainer.read_every.value = 1       # mid-run: a new row of measured speeds
+await asyncio.sleep(0.5)
+trainer.stop_button.click()
+for _ in range(200):               # at most 10 s
+    if not trainer.training:
+        break
+    await asyncio.sleep(0.05)
+print(trainer.status_text)
+print(trainer.speeds.value.count("<tr><td>cpu</td>"), "<polyline" in trainer.curve.value)
+print(trainer.train_button.disabled, trainer.stop_button.disabled)"""
+
+
 @pytest.mark.slow
+def test_training_lesson_runs_on_colabs_stack_and_its_widget_trains_from_python(
+        root, colab_with_course, tmp_path):
+    notebook = read(root, "notebooks/gpu_training.ipynb")
+    lesson_cells = len(notebook.cells)
+    notebook.cells += [code_cell(ENVIRONMENT_PROBE), code_cell(DRIVE_TRAINING),
+                       code_cell(FINISH_TRAINING)]
+    colab_client(notebook, colab_with_course, tmp_path).execute()
+
+    failed = [(i, error_of(c)) for i, c in enumerate(notebook.cells) if error_of(c)]
+    assert not failed, f"lesson cells raised on Colab's stack: {failed}"
+    probe, drive, finish = notebook.cells[lesson_cells:]
+    facts = json.loads(stdout_of(probe))
+    assert facts["ipywidgets"] == "7.7.1" and not facts["nbgrader"]
+    # Train starts a task and hands the kernel back at once; Stop ends it.
+    assert stdout_of(drive).split() == ["True", "True", "False"]
+    status, rows, buttons = stdout_of(finish).strip().split("\n")
+    assert status.startswith("stopped: step ") and "measured: " in status
+    assert rows == "2 True" and buttons == "False True"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
 def test_release_runs_on_colabs_stack_with_answers_still_to_write(root, colab_with_course,
-                                                                  tmp_path):
-    notebook = read(root, RELEASE)
+                                                                  tmp_path, release):
+    notebook = read(root, release)
     colab_client(notebook, colab_with_course, tmp_path).execute()
 
     stubs, tests = 0, 0
@@ -198,8 +242,9 @@ def test_release_runs_on_colabs_stack_with_answers_still_to_write(root, colab_wi
 
 
 @pytest.mark.slow
-def test_source_solutions_pass_every_test_on_colabs_stack(root, colab_with_course, tmp_path):
-    notebook = read(root, SOURCE)
+@pytest.mark.parametrize("source", SOURCES)
+def test_source_solutions_pass_every_test_on_colabs_stack(root, colab_with_course, tmp_path, source):
+    notebook = read(root, source)
     colab_client(notebook, colab_with_course, tmp_path).execute()
     failed = [(cell.metadata.get("nbgrader", {}).get("grade_id", i), error_of(cell))
               for i, cell in enumerate(notebook.cells) if error_of(cell)]
@@ -228,7 +273,7 @@ print(json.dumps(result))"""
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [LESSON, RELEASE])
+@pytest.mark.parametrize("name", LESSONS + RELEASES)
 def test_setup_cell_installs_the_course_only_on_colab_and_upgrades_nothing(
         root, name, colab_with_course):
     cell = first_code_cell(read(root, name))

@@ -1,82 +1,23 @@
-"""The lesson notebook: executed top to bottom on the CPU, and as committed."""
+"""The first lesson, gpu_tensors: what it teaches, executed top to bottom on the CPU, and as
+committed. What every lesson has is tested for every unit in test_lessons.py."""
 import re
 
-import nbclient
-import nbformat
 import pytest
 
-SETUP_CELL = '''# Set-up. On Colab this installs the course's helper package, without touching
-# Colab's own torch or ipywidgets; everywhere else it is already installed.
-import importlib.util, sys
-if importlib.util.find_spec("gpucourse") is None and "google.colab" in sys.modules:
-    %pip install --quiet --no-deps "gpucourse @ git+https://github.com/gpu-course/pytorch-tensors-on-the-gpu"'''
+from lessons import cell_with, committed as committed_lesson, executed as executed_lesson, printed
+from lessons import markdown as _markdown
 
-
-PROBE = """
-measured = race.races["measured"]
-print(f"race CPU step: {measured.cpu_step:.3f} ms")
-print(f"race GPU assumed: {measured.gpu_assumed}")
-print(measured.crossover_sentence())
-"""
+UNIT = "gpu_tensors"
 
 
 @pytest.fixture(scope="module")
-def lesson_path(root):
-    return root / "notebooks" / "gpu_tensors.ipynb"
+def committed():
+    return committed_lesson(UNIT)
 
 
 @pytest.fixture(scope="module")
-def committed(lesson_path):
-    return nbformat.read(lesson_path, as_version=4)
-
-
-@pytest.fixture(scope="module")
-def executed(lesson_path):
-    nb = nbformat.read(lesson_path, as_version=4)
-    # What the race's measured mode runs on, read back after the lesson ran.
-    nb.cells.append(nbformat.v4.new_code_cell(PROBE, id="probe-race"))
-    # Hide any GPU so the CPU lesson is tested the same way everywhere.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUDA_VISIBLE_DEVICES", "")
-        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                resources={"metadata": {"path": str(lesson_path.parent)}}).execute()
-    return nb
-
-
-def deliberate_outputs() -> dict[str, list[dict]]:
-    """The only outputs the committed lesson keeps, by cell id, as the code makes them now:
-    the figure, and the race's static fallback (rules open, results folded) for GitHub and
-    nbviewer. Rewrite them with: .venv/bin/python /tmp/write_outputs.py (see the report),
-    or by hand from this function."""
-    from IPython.display import SVG
-
-    from gpucourse.figures import two_processors_svg
-    from gpucourse.race_widget import RaceWidget
-
-    bundle = RaceWidget()._repr_mimebundle_()
-    race = {key: bundle[key] for key in ("text/html", "text/plain")}
-    return {
-        "52a2c7a7": [{"output_type": "display_data", "metadata": {},
-                      "data": {"image/svg+xml": two_processors_svg(),
-                               "text/plain": repr(SVG(two_processors_svg()))}}],
-        "931f10a3": [{"output_type": "display_data", "metadata": {}, "data": race}],
-    }
-
-
-def cell_with(nb, snippet):
-    matches = [c for c in nb.cells if c.cell_type == "code" and snippet in c.source]
-    assert len(matches) == 1, f"expected one code cell containing {snippet!r}"
-    return matches[0]
-
-
-def printed(cell):
-    return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
-
-
-def test_no_cell_errors(executed):
-    errors = [(c.source[:60], o.ename, o.evalue) for c in executed.cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
-    assert errors == []
+def executed():
+    return executed_lesson(UNIT)
 
 
 def test_tensor_py_prints_the_seeds_lines(executed):
@@ -184,16 +125,6 @@ def test_go_further_cells_run_on_cpu_and_say_what_a_gpu_would_show(executed):
     assert printed(cell_with(executed, "print(event_timing(device))")).startswith("No GPU here")
 
 
-def test_committed_notebook_keeps_only_the_deliberate_outputs(committed):
-    """The figure and the race's fallback, exactly as the code makes them now: nothing
-    else, and nothing stale."""
-    with_outputs = {c.id: [dict(o) for o in c.outputs] for c in committed.cells
-                    if c.cell_type == "code" and c.outputs}
-    assert with_outputs == deliberate_outputs()
-    assert all(c.execution_count is None for c in committed.cells if c.cell_type == "code")
-    assert "widgets" not in committed.metadata  # no widget state: the HTML fallback stands in
-
-
 def test_committed_fallbacks_read_without_a_kernel_and_fold_the_answer(committed):
     figure = cell_with(committed, "SVG(two_processors_svg())").outputs[0].data
     assert "copy: slow" in figure["image/svg+xml"]
@@ -205,13 +136,6 @@ def test_committed_fallbacks_read_without_a_kernel_and_fold_the_answer(committed
     assert "ticks</td>" not in shown and "wins" not in shown
     assert "<td>3</td><td>96 ticks</td><td>83 ticks</td>" in folded
     assert "wins" not in race["text/plain"] and "ticks" not in race["text/plain"]
-
-
-def test_first_code_cell_is_the_colab_set_up_cell_and_colab_offers_a_gpu(committed):
-    first = next(c for c in committed.cells if c.cell_type == "code")
-    assert first.source == SETUP_CELL
-    assert committed.metadata["accelerator"] == "GPU"
-    assert committed.metadata["colab"] == {"provenance": [], "gpuType": "T4"}
 
 
 def test_predictions_are_asked_before_their_outputs(committed):
@@ -253,38 +177,9 @@ def test_seed_sections_appear_in_order(committed):
     assert text.count("<details><summary>Answer</summary>") == 6
 
 
-def _markdown(nb) -> str:
-    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-
-
-def _main_path_and_further(nb):
-    """(main path, Go further) as lists of cell sources; Sources counts in neither."""
-    main, further, seen = [], [], False
-    for cell in nb.cells:
-        source = cell.source
-        if cell.cell_type == "markdown" and "## Go further" in source:
-            head, tail = source.split("## Go further", 1)
-            main.append(head)
-            further.append(tail)
-            seen = True
-        elif not (cell.cell_type == "markdown" and source.startswith("## Sources")):
-            (further if seen else main).append((cell.cell_type, source))
-    return main, further
-
-
-def _minutes(cells) -> float:
-    """Reading time: 180 words a minute, and half a minute to run and read each code cell."""
-    words = sum(len((c[1] if isinstance(c, tuple) else c).split()) for c in cells)
-    code = sum(1 for c in cells if isinstance(c, tuple) and c[0] == "code")
-    return words / 180 + code / 2
-
-
-def test_the_stated_time_matches_the_main_path(committed):
+def test_the_header_states_25_minutes_and_5_more(committed):
     header = committed.cells[0].source
     assert '**Time:** about 25 minutes, and 5 more for "Go further"' in header
-    main, further = _main_path_and_further(committed)
-    assert 20 <= _minutes(main) <= 30, _minutes(main)
-    assert 3 <= _minutes(further) <= 8, _minutes(further)
 
 
 def test_what_goes_beyond_the_seed_is_in_go_further(committed):
@@ -356,22 +251,3 @@ def test_the_t4_figures_follow_from_its_rated_speeds(committed):
     assert f"the GPU route at least {2 * copy + step:.1f} ms" in text
 
 
-def test_the_link_to_the_exercises_works_on_colab(root, committed):
-    import tomllib
-
-    with open(root / "pyproject.toml", "rb") as file:
-        repository = tomllib.load(file)["project"]["urls"]["Repository"]
-    slug = repository.removeprefix("https://github.com/")
-    text = _markdown(committed)
-    colab = f"https://colab.research.google.com/github/{slug}/blob/main/release/gpu_tensors/gpu_tensors.ipynb"
-    assert f"[open it in Colab]({colab})" in text
-    relative = re.search(r"\]\((\.\./release/[^)]+)\)", text).group(1)
-    assert (root / "notebooks" / relative).resolve() == root / "release/gpu_tensors/gpu_tensors.ipynb"
-    assert (root / "release/gpu_tensors/gpu_tensors.ipynb").is_file()
-
-
-def test_the_readme_states_the_lessons_time(root, committed):
-    readme = (root / "README.md").read_text()
-    learners = readme.split("<!-- BEGIN LEARNERS -->", 1)[1].split("<!-- END LEARNERS -->", 1)[0]
-    minutes = re.search(r"\*\*Time:\*\* about (\d+) minutes, and (\d+) more", committed.cells[0].source)
-    assert f"about {minutes[1]} minutes, and {minutes[2]} more for its optional" in " ".join(learners.split())

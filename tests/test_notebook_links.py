@@ -10,6 +10,8 @@ import tomllib
 
 import pytest
 
+from units import UNITS
+
 MOVED = "https://github.com/another-owner/renamed-course"
 COPIED = ["pyproject.toml", "README.md", "notebooks", "source", "release"]
 
@@ -48,17 +50,51 @@ def test_readme_and_notebooks_are_in_step_with_pyproject(root):
     assert result.returncode == 0, result.stderr
 
 
-def test_readme_has_colab_badges_for_lesson_and_release_and_a_binder_badge(root):
+def _table(readme: str) -> list[str]:
+    return readme.split("<!-- BEGIN BADGES", 1)[1].split("<!-- END BADGES -->", 1)[0].splitlines()[1:]
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_readme_lists_every_unit_in_course_order_with_level_time_and_badges(root, unit):
     readme = (root / "README.md").read_text()
-    badges = readme.split("<!-- BEGIN BADGES", 1)[1].split("<!-- END BADGES -->", 1)[0]
+    rows = [row for row in _table(readme) if row.startswith("| ") and row[2].isdigit()]
+    assert len(rows) == len(UNITS)
+    row = rows[UNITS.index(unit)]
     with open(root / "pyproject.toml", "rb") as file:
         repository = tomllib.load(file)["project"]["urls"]["Repository"]
     slug = repository.removeprefix("https://github.com/")
-    for notebook in ["notebooks/gpu_tensors.ipynb", "release/gpu_tensors/gpu_tensors.ipynb"]:
+    header = "".join(json.loads((root / "notebooks" / f"{unit}.ipynb").read_text())["cells"][0]["source"])
+    title = header.splitlines()[0].removeprefix("# ").strip()
+    assert row.startswith(f"| {UNITS.index(unit) + 1} | [{title}](notebooks/{unit}.ipynb) | intermediate | ")
+    for notebook in [f"notebooks/{unit}.ipynb", f"release/{unit}/{unit}.ipynb"]:
         assert (root / notebook).is_file(), f"{notebook} is missing"
-        assert f"https://colab.research.google.com/github/{slug}/blob/main/{notebook}" in badges
-    binder = f"https://mybinder.org/v2/gh/{slug}/HEAD?urlpath=lab/tree/notebooks/gpu_tensors.ipynb"
-    assert binder in badges
+        assert f"(https://colab.research.google.com/github/{slug}/blob/main/{notebook})" in row
+        assert f"(https://mybinder.org/v2/gh/{slug}/HEAD?urlpath=lab/tree/{notebook})" in row
+
+
+def test_the_table_follows_a_lessons_header(checkout):
+    lesson = checkout / "notebooks" / "gpu_training.ipynb"
+    lesson.write_text(lesson.read_text().replace("about 25 minutes, and 3 more", "about 30 minutes, and 3 more"))
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1 and "README.md: the table of units" in check.stderr
+    assert sync_links(checkout, "--root", str(checkout)).returncode == 0
+    assert "| intermediate | 30 min, and 3 more to go further |" in (checkout / "README.md").read_text()
+
+
+def test_check_refuses_a_lesson_that_is_not_a_unit(checkout):
+    (checkout / "notebooks" / "extra.ipynb").write_text(
+        (checkout / "notebooks" / "gpu_tensors.ipynb").read_text())
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1
+    assert "notebooks/extra.ipynb is not a unit: add 'extra' to [tool.gpucourse] units" in check.stderr
+
+
+def test_check_refuses_a_header_without_its_level(checkout):
+    lesson = checkout / "notebooks" / "gpu_training.ipynb"
+    lesson.write_text(lesson.read_text().replace("**Level:** Intermediate", "Intermediate"))
+    check = sync_links(checkout, "--check", "--root", str(checkout))
+    assert check.returncode == 1
+    assert "notebooks/gpu_training.ipynb: its first cell must be the header" in check.stderr
 
 
 def test_check_names_every_drift_and_a_sync_repairs_it(root, checkout):
@@ -88,10 +124,14 @@ def test_check_names_every_drift_and_a_sync_repairs_it(root, checkout):
         installs = [new for _, new in changed if "%pip install" in new and MOVED in new]
         links = [new for _, new in changed if moved_colab in new]
         assert len(installs) == 1 and len(installs) + len(links) == len(changed), name
-    # The lesson's link to its exercises, which must work on Colab, moved with the repository.
-    lesson = (checkout / "notebooks" / "gpu_tensors.ipynb").read_text()
-    assert f"{moved_colab}release/gpu_tensors/gpu_tensors.ipynb" in lesson
-    assert "gpu-course/pytorch-tensors-on-the-gpu" not in lesson
+    # Each lesson's links to its exercises and to the other units, which must work on Colab,
+    # moved with the repository.
+    for unit in UNITS:
+        lesson = (checkout / "notebooks" / f"{unit}.ipynb").read_text()
+        assert f"{moved_colab}release/{unit}/{unit}.ipynb" in lesson
+        assert "gpu-course/pytorch-tensors-on-the-gpu" not in lesson
+    assert f"{moved_colab}notebooks/gpu_tensors.ipynb" in (checkout / "notebooks" / "gpu_training.ipynb").read_text()
+    assert f"{moved_colab}notebooks/gpu_training.ipynb" in (checkout / "notebooks" / "gpu_tensors.ipynb").read_text()
 
 
 def test_check_refuses_a_colab_link_to_a_file_the_repository_lacks(checkout):

@@ -147,6 +147,38 @@ def test_a_meta_model_and_a_bytes_buffer_cross_too():
     assert copy.getvalue() == buffer.getvalue() and copy.tell() == buffer.tell()
 
 
+def test_a_meta_model_keeps_requires_grad_so_it_can_train_on_meta():
+    """A training step on meta needs parameters that require grad, as on any device."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Linear(4, 3)).to("meta")
+    model[1].bias.requires_grad_(False)
+    back = through_json(model)
+    assert [p.requires_grad for p in back.parameters()] == [True, True, True, False]
+    loss = back(torch.empty(5, 2, device="meta")).sum()
+    loss.backward()
+    assert back[0].weight.grad.device.type == "meta"
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+    lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.9), amsgrad=True),
+    lambda p: torch.optim.AdamW(p, lr=0.02, weight_decay=0.1),
+    lambda p: torch.optim.RMSprop(p, lr=0.03, momentum=0.5, centered=True),
+    lambda p: torch.optim.Adagrad(p, lr=0.04),
+], ids=["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_an_optimizer_crosses_with_its_defaults_and_groups(make):
+    """`optimizer.defaults` is what it was constructed with: a student's function may read it."""
+    model = torch.nn.Linear(2, 3)
+    optimizer = make(model.parameters())
+    data = json.loads(json.dumps(plaindata.encode_values([model, optimizer])))
+    back_model, back = plaindata.decode_values(data)
+    assert type(back) is type(optimizer)
+    assert back.defaults == optimizer.defaults
+    (group,) = back.param_groups
+    assert {k: v for k, v in group.items() if k != "params"} == \
+        {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
+    assert [id(p) for p in group["params"]] == [id(p) for p in back_model.parameters()]
+
+
 def test_references_stand_for_chosen_objects():
     x = torch.ones(2)
     data = plaindata.encode((x, 5), ref=lambda v: {"$": "arg", "i": 0} if v is x else None)

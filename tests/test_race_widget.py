@@ -6,6 +6,7 @@ import pytest
 
 from gpucourse.race import Race
 from gpucourse.race_widget import NAME_SLIDERS_JS, RaceWidget
+from gpucourse.widget_access import SLIDER_CLASS
 
 
 def test_starts_with_the_seeds_prompt_and_lanes_waiting():
@@ -120,7 +121,7 @@ def test_mode_toggle_only_when_measured_speeds_are_given():
 def test_widgets_carry_the_documented_css_classes():
     race = RaceWidget()
     classes = {name for w in [race.view, race.steps, race.run, race.cpu, race.gpu, race.result,
-                              race.rule, race.mode] for name in w._dom_classes}
+                              race.rule, race.mode] for name in w._dom_classes} - {SLIDER_CLASS}
     assert classes == {"race", "race-steps", "race-run", "race-lane-cpu", "race-lane-gpu",
                        "race-result", "race-rule", "race-mode"}
     import gpucourse.race_widget as module
@@ -138,7 +139,8 @@ def test_the_slider_naming_script_travels_inside_the_widget():
     (output,) = race._name_sliders.outputs
     assert output["data"]["application/javascript"] == NAME_SLIDERS_JS
     assert race._name_sliders in race.view.children
-    assert "aria-label" in NAME_SLIDERS_JS and ".race-steps" in NAME_SLIDERS_JS
+    assert "aria-label" in NAME_SLIDERS_JS and f".{SLIDER_CLASS}" in NAME_SLIDERS_JS
+    assert SLIDER_CLASS in race.steps._dom_classes  # the script names this slider "Steps"
 
 
 def test_mime_bundle_has_the_live_view_and_a_static_fallback_that_folds_the_answer():

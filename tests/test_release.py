@@ -14,9 +14,11 @@ import pytest
 from nbclient import NotebookClient
 
 import submissions as subs
+from units import UNITS, submissions
 
 ROOT = Path(__file__).resolve().parents[1]
-UNITS = sorted(path.name for path in (ROOT / "source").iterdir() if (path / f"{path.name}.ipynb").is_file())
+SOURCE_FOLDERS = sorted(path.name for path in (ROOT / "source").iterdir()
+                        if (path / f"{path.name}.ipynb").is_file())
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN MARK SCHEME")
 
 
@@ -36,7 +38,11 @@ def _files(folder: Path) -> dict[str, object]:
     }
 
 
-@pytest.mark.parametrize("unit", UNITS)
+def test_every_source_folder_is_a_unit_of_the_course():
+    assert SOURCE_FOLDERS == sorted(UNITS), "list each unit in [tool.gpucourse] units (pyproject.toml)"
+
+
+@pytest.mark.parametrize("unit", SOURCE_FOLDERS)
 def test_release_is_what_nbgrader_generates_from_source(tmp_path, unit):
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
     shutil.copytree(ROOT / "source" / unit, tmp_path / "source" / unit)
@@ -51,9 +57,12 @@ def test_release_is_what_nbgrader_generates_from_source(tmp_path, unit):
     )
 
 
-# ---------------------------------------------------------------- gpu_tensors in detail
-RELEASE = _read(subs.RELEASE)
-SOURCE = _read(subs.SOURCE)
+# ---------------------------------------------------------------- every unit's release
+@pytest.fixture(params=UNITS)
+def unit(request):
+    """The unit's submissions module, with its release and source notebooks read."""
+    module = submissions(request.param)
+    return module, _read(module.RELEASE), _read(module.SOURCE)
 
 
 def _region_lines(source: str, begin: str, end: str) -> list[str]:
@@ -69,40 +78,51 @@ def _region_lines(source: str, begin: str, end: str) -> list[str]:
     return lines
 
 
-def _secret_lines() -> list[str]:
+def _secret_lines(source_nb) -> list[str]:
     lines = []
-    for cell in SOURCE.cells:
+    for cell in source_nb.cells:
         lines += _region_lines(cell.source, "BEGIN SOLUTION", "END SOLUTION")
         lines += _region_lines(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
     return lines
 
 
-def test_release_has_no_solution_hidden_test_or_answer():
-    text = "\n".join(cell.source for cell in RELEASE.cells)
+def test_release_has_no_solution_hidden_test_or_answer(unit):
+    subs, release, source = unit
+    text = "\n".join(cell.source for cell in release.cells)
     assert [marker for marker in MARKERS if marker in text] == []
-    secrets = _secret_lines()
+    secrets = _secret_lines(source)
     assert len(secrets) > 40, "the source lost its solutions or hidden tests"
     assert [line for line in secrets if line in text] == []
     assert subs.answer_values_in(text) == []
-    assert all(not cell.get("outputs") for cell in RELEASE.cells if cell.cell_type == "code")
+    assert all(not cell.get("outputs") for cell in release.cells if cell.cell_type == "code")
 
 
-def test_release_keeps_every_graded_cell_with_its_points():
+def test_release_keeps_every_graded_cell_with_its_points(unit):
+    subs, release, source = unit
+
     def graded(nb):
         return {_meta(c)["grade_id"]: _meta(c).get("points") for c in nb.cells if _meta(c).get("grade")}
-    assert graded(RELEASE) == graded(SOURCE) == subs.POINTS
-    answers = {_meta(c)["grade_id"] for c in RELEASE.cells if _meta(c).get("solution")}
+    assert graded(release) == graded(source) == subs.POINTS
+    answers = {_meta(c)["grade_id"] for c in release.cells if _meta(c).get("solution")}
     assert answers == set(subs.SOLUTIONS)
 
 
-def test_notebook_states_its_total_and_each_test_cell_its_points():
-    stated_total = re.search(r"worth (\d+) points in all", RELEASE.cells[0].source)
+def test_notebook_states_its_total_and_each_test_cell_its_points(unit):
+    subs, release, _ = unit
+    stated_total = re.search(r"worth (\d+) points in all", " ".join(release.cells[0].source.split()))
     assert stated_total and float(stated_total.group(1)) == subs.TOTAL
-    for cell in RELEASE.cells:
+    for cell in release.cells:
         if _meta(cell).get("grade"):
             first_line = cell.source.splitlines()[0]
             stated = re.search(r"(\d+) points?\b", first_line)
             assert stated and float(stated.group(1)) == _meta(cell)["points"], first_line
+    for cell in release.cells:  # each question's heading states its share of the total
+        heading = re.match(r"## Question (\d+): .*\((\d+) points\)", cell.source)
+        if heading:
+            number = heading.group(1)
+            share = sum(points for grade_id, points in subs.POINTS.items()
+                        if grade_id.startswith(f"test_q{number}_"))
+            assert float(heading.group(2)) == share, cell.source.splitlines()[0]
 
 
 # ---------------------------------------------------------------- running it without nbgrader
@@ -132,7 +152,8 @@ def _visible_tests(nb) -> list:
             and any(line.strip() and not line.lstrip().startswith("#") for line in c.source.splitlines())]
 
 
-def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(no_nbgrader):
+def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(unit, no_nbgrader):
+    subs, _, _ = unit
     nb = _read(subs.RELEASE)
     errors = _execute(nb)
     assert errors.pop("probe-nbgrader") == "ModuleNotFoundError", "the kernel could still import nbgrader"
@@ -149,7 +170,7 @@ def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(n
             assert errors.get(cell.id) == "NotImplementedError", (cell.id, errors.get(cell.id))
     # Every visible test ran: it fails on the stub, never on a missing import or a crash of its own.
     visible = _visible_tests(nb)
-    assert len(visible) >= 9
+    assert len(visible) >= len(subs.SOLUTIONS)  # at least one visible test per answer
     crashed = {cell.id: errors.get(cell.id) for cell in visible
                if errors.get(cell.id) not in {"NotImplementedError", "CheckFailed"}}
     assert crashed == {}
@@ -158,27 +179,16 @@ def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(n
     assert {cid: name for cid, name in errors.items() if cid in other} == {}
 
 
-def test_release_with_solutions_passes_every_visible_test_without_nbgrader(no_nbgrader):
+def test_release_with_solutions_passes_every_visible_test_without_nbgrader(unit, no_nbgrader):
+    subs, _, _ = unit
     errors = _execute(subs.make_submission(subs.RELEASE, subs.SOLUTIONS))
     assert errors == {"probe-nbgrader": "ModuleNotFoundError"}
 
 
-IMPLAUSIBLE = {
-    "q1_prepare_batch": "def prepare_batch(batch, model):\n    return batch.numpy()",
-    "q1_second_problem": "second_problem = 'float64'",
-    "q2_mb": "q2_mb = '0.8 MB'",
-    "q2_size_mb": "def size_mb(shape, dtype):\n    return 4",
-    "q3_ticks": "cpu_ticks_3, gpu_ticks_3, winner_3 = 90.5, 80.5, 'gpu'\ncpu_ticks_2 = gpu_ticks_2 = 0",
-    "q3_race_ticks": "def race_ticks(steps, *args, **kwargs):\n    return [steps, steps]",
-    "q3_fewest_gpu_steps": "def fewest_gpu_steps(*args, **kwargs):\n    return 2.5",
-    "q4_dtypes": "x_dtype, y_dtype = 'float64', 'float32'",
-    "q4_worked_example": "copy_ms = gpu_route_ms = -1\nverdict = 'the CPU'",
-}
-
-
-def test_visible_tests_fail_with_a_message_on_implausible_answers(no_nbgrader):
-    assert set(IMPLAUSIBLE) == set(subs.SOLUTIONS)
-    nb = subs.make_submission(subs.RELEASE, IMPLAUSIBLE)
+def test_visible_tests_fail_with_a_message_on_implausible_answers(unit, no_nbgrader):
+    subs, _, _ = unit
+    assert set(subs.IMPLAUSIBLE) == set(subs.SOLUTIONS)
+    nb = subs.make_submission(subs.RELEASE, subs.IMPLAUSIBLE)
     errors = _execute(nb)
     assert {cell.id: errors.get(cell.id) for cell in _visible_tests(nb)} == {
         cell.id: "CheckFailed" for cell in _visible_tests(nb)
@@ -186,8 +196,9 @@ def test_visible_tests_fail_with_a_message_on_implausible_answers(no_nbgrader):
 
 
 @pytest.mark.gpu
-def test_solutions_pass_every_hidden_test_on_cuda():
-    """Where there is a GPU, the hidden device test also moves a batch to a model on cuda."""
+def test_solutions_pass_every_hidden_test_on_cuda(unit):
+    """Where there is a GPU, the hidden device tests also use models on cuda."""
+    subs, _, _ = unit
     nb = _read(subs.SOURCE)
     nb.cells.append(nbformat.v4.new_code_cell("assert torch.cuda.is_available()", id="probe-cuda"))
     NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
@@ -197,13 +208,18 @@ def test_solutions_pass_every_hidden_test_on_cuda():
 
 
 # ---------------------------------------------------------------- the checks, one by one
-@pytest.fixture(scope="module")
-def checks():
-    """The locked checks cell of the source, run on its own: the helpers every test cell uses."""
-    (cell,) = [c for c in SOURCE.cells if _meta(c).get("grade_id") == "checks"]
+def checks_of(subs) -> dict:
+    """The locked checks cell of a unit's source, run on its own: the helpers its tests call."""
+    (cell,) = [c for c in _read(subs.SOURCE).cells if _meta(c).get("grade_id") == "checks"]
     namespace = {"__name__": "checks"}
     exec(compile(cell.source, "checks", "exec"), namespace)
     return namespace
+
+
+@pytest.fixture(scope="module")
+def checks():
+    """gpu_tensors' checks."""
+    return checks_of(subs)
 
 
 LIES = """
@@ -313,13 +329,103 @@ def test_a_stub_still_raises_not_implemented_through_call(checks):
         checks["call"]("size_mb", (1,), None)
 
 
-def test_release_with_a_hardcoded_cuda_device_fails_its_visible_test_clearly(no_nbgrader,
+def test_release_with_a_hardcoded_cuda_device_fails_its_visible_test_clearly(unit, no_nbgrader,
                                                                           monkeypatch):
+    subs, release, _ = unit
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # as on a machine without a GPU
-    nb = subs.make_submission(subs.RELEASE, subs.MISTAKES["hardcodes_cuda"].answers)
+    mistake = subs.MISTAKES["hardcodes_cuda"]
+    visible = {c.metadata.nbgrader.grade_id for c in _visible_tests(release)}
+    (failing,) = [grade_id for grade_id in mistake.fails if grade_id in visible]
+    nb = subs.make_submission(subs.RELEASE, mistake.answers)
     nb.cells.append(nbformat.v4.new_code_cell("import nbgrader", id="probe-nbgrader"))
     NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
-    (test,) = [c for c in nb.cells if _meta(c).get("grade_id") == "test_q1_shape"]
+    (test,) = [c for c in nb.cells if _meta(c).get("grade_id") == failing]
     (error,) = [o for o in test.outputs if o.output_type == "error"]
     assert error.ename == "CheckFailed" and "this computer has none" in error.evalue
     assert error.traceback == [f"CheckFailed: {error.evalue}"]  # one message, no traceback
+
+
+# ---------------------------------------------------------------- gpu_training's checks
+@pytest.fixture(scope="module")
+def training_checks():
+    return checks_of(submissions("gpu_training"))
+
+
+def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(training_checks):
+    check_number = training_checks["check_number"]
+    for value in (400, 400.0, 381.4697265625, 12.5):
+        check_number("adam_mb", value, 1, 100_000, "MB", figures=3)
+    for value, shows in ((0.45, 2), (3.5, 2), (12.25e1 / 10, 3)):
+        if shows < 3:
+            message = _fails(training_checks, check_number, "adam_mb", value, 0.01, 100_000, "MB",
+                             figures=3)
+            assert f"rounded to {shows} significant figures" in message and "at least 3" in message
+    assert "looks like a number of bytes" in _fails(
+        training_checks, check_number, "adam_mb", 400_000_000, 1, 100_000, "MB", figures=3)
+    assert "should be a whole number of waits" in _fails(
+        training_checks, check_number, "waits", 10.5, 0, 1_000_000, "waits", whole=True)
+
+
+def test_training_hints_recognise_a_rounded_wrong_value(training_checks):
+    check_close = training_checks["check_close"]
+    mib = 400 * 10**6 / 2**20
+    hints = [(mib, "that is in MiB")]
+    for typed in (381.47, 381, 381.5, 380):  # within 1% of the MiB figure, however rounded
+        assert "that is in MiB" in _fails(training_checks, check_close, "adam_mb", typed, 400,
+                                          figures=3, hints=hints)
+    check_close("adam_mb", 400.4, 400, figures=3, hints=hints)
+    message = _fails(training_checks, check_close, "adam_mb", 350, 400, figures=3, hints=hints)
+    assert message == "adam_mb = 350.0: that is not right yet."
+
+
+@pytest.mark.parametrize("error, says", [
+    (RuntimeError("Tensor on device meta is not on the expected device cpu!"), "move the batch"),
+    (RuntimeError("expected target dtype to be Long or Byte, but got Double"), "must be int64"),
+    (RuntimeError("Tensor.item() cannot be called on meta tensors"), "read a tensor's value on the host"),
+    (NotImplementedError("Cannot copy out of meta tensor; no data!"), "read a tensor's value on the host"),
+    (RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+                  "is False."), "map_location"),
+    (AssertionError("Torch not compiled with CUDA enabled"), "this computer has none"),
+    (ValueError("something else"), "raised ValueError: something else"),
+])
+def test_training_call_turns_known_errors_into_hints(training_checks, error, says):
+    def train_step(*args):
+        raise error
+
+    training_checks["train_step"] = train_step
+    message = _fails(training_checks, training_checks["call"], "train_step", None)
+    assert says in message and "Traceback" not in message
+
+
+def test_training_call_lets_a_stub_raise_and_silences_warnings(training_checks):
+    import warnings
+
+    def stub(*args):
+        raise NotImplementedError()
+
+    def warns(*args):
+        warnings.warn("copying from a non-meta parameter is a no-op")
+        return 1.0
+
+    training_checks.update(stub=stub, warns=warns)
+    with pytest.raises(NotImplementedError):
+        training_checks["call"]("stub")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would fail here: call() must silence it
+        assert training_checks["call"]("warns") == 1.0
+
+
+def test_training_a_float_loss_is_refused_with_the_wait_named(training_checks):
+    message = _fails(training_checks, training_checks["plain_tensor"], "train_step(...)", 0.25)
+    assert "should be a tensor, not a float" in message and "makes the CPU wait" in message
+
+
+def test_training_checks_make_a_checkpoint_as_a_gpu_saves_it(training_checks):
+    import torch
+
+    asked = []
+    model = training_checks["small_model"]("cpu", seed=9)
+    state = torch.load(training_checks["saved_on_gpu"](model),
+                       map_location=lambda storage, location: asked.append(location) or storage)
+    assert set(asked) == {"cuda:0"}
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())

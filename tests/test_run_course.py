@@ -9,6 +9,8 @@ import urllib.request
 
 import pytest
 
+from units import UNITS
+
 pytestmark = pytest.mark.slow
 
 TOKEN = "run-course-test"
@@ -69,8 +71,10 @@ def test_run_course_serves_the_course_and_opens_the_lesson(course_server, root):
     status, headers = _get(f"{base}/?token={TOKEN}")
     assert status in (301, 302), status
     assert headers["Location"].split("?")[0].endswith("/lab/tree/notebooks/gpu_tensors.ipynb")
-    # The whole course is served, so the lesson's link to its exercises works.
-    for path in ("notebooks/gpu_tensors.ipynb", "release/gpu_tensors/gpu_tensors.ipynb"):
+    # The whole course is served, so each lesson's links to its exercises and to the other
+    # units work.
+    for path in [f"{folder}{unit}.ipynb" for unit in UNITS
+                 for folder in ("notebooks/", f"release/{unit}/")]:
         assert _get(f"{base}/api/contents/{path}?content=0&token={TOKEN}")[0] == 200, path
     served = re.search(r"Serving notebooks from local directory: (\S+)", log.read_text())
     assert served and os.path.samefile(served.group(1), root)

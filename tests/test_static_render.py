@@ -12,6 +12,8 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
+from units import UNITS
+
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_NOTEBOOKS = sorted(
     path.relative_to(ROOT).as_posix()
@@ -34,9 +36,10 @@ def exporter() -> HTMLExporter:
     return HTMLExporter()
 
 
-def test_the_course_notebooks_are_all_here():
-    for name in [LESSON, "source/gpu_tensors/gpu_tensors.ipynb",
-                 "release/gpu_tensors/gpu_tensors.ipynb"]:
+@pytest.mark.parametrize("unit", UNITS)
+def test_the_course_notebooks_are_all_here(unit):
+    for name in [f"notebooks/{unit}.ipynb", f"source/{unit}/{unit}.ipynb",
+                 f"release/{unit}/{unit}.ipynb"]:
         assert name in COURSE_NOTEBOOKS, f"{name} is missing"
 
 
@@ -101,14 +104,20 @@ def test_lesson_html_shows_the_race_rules_and_folds_its_answer():
                for row in rows if len(row) >= 4), "the folded table lacks the 2-step row"
 
 
-# What the lesson asks learners to predict, as its outputs would answer it: the dtypes of
-# tensor.py, which tensor sees the change to `a`, the device error, the verdict, the size of
-# size.py, the race, the three timings, and the Check yourself questions.
+# What the lessons ask learners to predict, as their outputs would answer it. gpu_tensors:
+# the dtypes of tensor.py, which tensor sees the change to `a`, the device error, the verdict,
+# the size of size.py, the race, the three timings, and the Check yourself questions.
+# gpu_training: where the model and the batch are, the `is` tests, the device and dtype
+# errors, which lines read on the host, what a read costs, the memory, the checkpoint, and the
+# Check yourself answers.
 PREDICTION_ANSWERS = (
     "torch.float64 torch.float32", "5.0 0.0", "RuntimeError", "on the expected device",
     "same device", "Verdict", "faster", "0.196608", "wins", "ticks —", "96 ticks", "83 ticks",
     "81 ticks", "82 ticks", "64 ticks", "starts winning", "without synchronize",
     "0.786432", "786,432", "786432", "0.79 MB", "float().to",
+    "meta True", "cpu True", "expected target dtype", "reads the value on the host",
+    "stays on the device", "steps/s", "times slower", "% slower", "times the weights", "deserialize",
+    "400 MB", "300 MB", "1,000 times",
 )
 
 
@@ -139,3 +148,15 @@ def test_the_spoiler_scan_would_catch_the_old_race_output():
         nbformat.v4.new_output("display_data", data={"text/html": old})])])
     assert {"wins", "96 ticks"} <= {a for t in _output_texts(notebook)
                                     for a in PREDICTION_ANSWERS if a in t}
+
+
+def test_training_lesson_html_shows_what_the_widget_does_and_folds_what_to_look_for():
+    html = render("notebooks/gpu_training.ipynb")
+    (fallback,) = re.findall(r'<div class="training-fallback">.*?</details></div>', html, flags=re.S)
+    shown = unescape(_unfolded(fallback))
+    assert "Read the loss every N steps" in shown and "Batch size" in shown
+    assert "Train" in shown and "Stop" in shown and "Predict before you train" in shown
+    assert "no queue" not in shown and "steps/s" not in fallback
+    (folded,) = re.findall(r"<details><summary>What to look for</summary>(.*?)</details>", fallback,
+                           flags=re.S)
+    assert "On a CPU there is no queue" in unescape(folded)

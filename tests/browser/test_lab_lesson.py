@@ -38,6 +38,10 @@ def test_lesson_runs_and_the_race_is_played_with_the_keyboard(lab, page, artifac
     for _ in range(abs(3 - steps)):
         page.keyboard.press("ArrowRight" if steps < 3 else "ArrowLeft")
     expect(slider).to_have_attribute("aria-valuenow", "3.0")
+    # The kernel has the new value (the result line says it back) before Run is pressed: on a
+    # busy machine the slider's last message can otherwise arrive after the click.
+    expect(page.locator(".race-result")).to_have_text(
+        "3 steps: predict the winner, then press Run.", timeout=30_000)
 
     tab_until(page, lambda: page.evaluate(
         "() => document.activeElement.closest('.race-run') !== null"))

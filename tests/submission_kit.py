@@ -1,0 +1,171 @@
+"""What every unit's submissions module is built from (no pytest here: benchmarks use it).
+
+A unit's module (``tests/submissions.py`` for gpu_tensors, ``tests/submissions_<unit>.py``
+for the others; ``tests/units.py`` maps one to the other) exposes the same names:
+
+- ``ASSIGNMENT``, ``SOURCE``, ``RELEASE``;
+- ``SOLUTIONS``: answer-cell grade_id -> the solution code, read from the source notebook;
+- ``POINTS``: test-cell grade_id -> its points, read from the source notebook; ``TOTAL``;
+- ``MISTAKES``: name -> ``Mistake``: the answer cells a common mistake changes (its code),
+  the test cells it fails, the hint text its feedback must show, and its expected score;
+- ``FULL_MARKS``: name -> answers other than the solutions that must earn every point
+  (another right way to write it, a value rounded as far as the question allows);
+- ``ALWAYS_EQUAL``: name -> answers whose objects claim to equal anything;
+  ``ALWAYS_EQUAL_MAX``: the most such a submission may earn (a tenth of the total);
+- ``IMPLAUSIBLE``: one answer per answer cell that each visible test must refuse;
+- ``COURSE_GRADE_SAMPLE``: the few mistakes course-grade's own test grades;
+- ``DELETED`` and ``PASSED``: a mistake whose failing test the learner deleted, or
+  replaced by ``pass``: (student, mistake, test cell or cells);
+- ``ANSWER_VALUES`` and ``answer_values_in(text)``: the answers as they would be printed,
+  never in the release or in a message;
+- ``make_submission(release, answers)``, ``expected_score(...)``, ``without_cell`` and
+  ``with_cell_source``.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def read_solutions(source: Path) -> dict[str, str]:
+    """Answer-cell grade_id -> the cell's code with the solution markers removed."""
+    nb = nbformat.read(source, as_version=4)
+    return {
+        nbgrader_meta(cell)["grade_id"]: "\n".join(
+            line for line in cell.source.splitlines() if line.strip() not in MARKERS
+        )
+        for cell in nb.cells
+        if nbgrader_meta(cell).get("solution")
+    }
+
+
+def read_points(source: Path) -> dict[str, float]:
+    """Autograded test-cell grade_id -> points."""
+    nb = nbformat.read(source, as_version=4)
+    return {
+        nbgrader_meta(cell)["grade_id"]: float(nbgrader_meta(cell)["points"])
+        for cell in nb.cells
+        if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")
+    }
+
+
+def values_in(values: tuple[str, ...], text: str) -> list[str]:
+    """The `values` that `text` shows as numbers of their own (not inside 0.7864321 or float64)."""
+    return [value for value in values
+            if re.search(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", text)]
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common mistake: the answer cells it changes, and what grading must make of it.
+    A unit's module subclasses it to name its ``SOLUTIONS`` and ``POINTS``."""
+
+    description: str
+    changes: dict[str, str]          # answer-cell grade_id -> the mistaken code
+    fails: tuple[str, ...]           # test-cell grade_ids that must score 0
+    hint: str                        # text that must appear in the feedback
+    answers: dict[str, str] = field(init=False)  # the whole submission: solutions + changes
+
+    SOLUTIONS: ClassVar[dict[str, str]] = {}
+    POINTS: ClassVar[dict[str, float]] = {}
+
+    def __post_init__(self):
+        unknown = (set(self.changes) - set(self.SOLUTIONS)) | (set(self.fails) - set(self.POINTS))
+        if unknown:
+            raise ValueError(f"Mistake {self.description!r} names cells the notebook lacks: {sorted(unknown)}")
+        object.__setattr__(self, "answers", {**self.SOLUTIONS, **self.changes})
+
+    @property
+    def score(self) -> float:
+        return sum(self.POINTS.values()) - sum(self.POINTS[grade_id] for grade_id in self.fails)
+
+
+def make_submission(release_nb_path: Path | str, answers: dict[str, str] | None = None):
+    """The release notebook with the given answer cells filled in; the rest keep their stub."""
+    nb = nbformat.read(release_nb_path, as_version=4)
+    answers = dict(answers or {})
+    for cell in nb.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if nbgrader_meta(cell).get("solution") and grade_id in answers:
+            cell.source = answers.pop(grade_id)
+    if answers:
+        raise ValueError(f"the release has no answer cells named {sorted(answers)}")
+    return nb
+
+
+def without_cell(nb, grade_id: str):
+    """A copy of `nb` from which the learner deleted the cell `grade_id`."""
+    nb = copy.deepcopy(nb)
+    kept = [cell for cell in nb.cells if nbgrader_meta(cell).get("grade_id") != grade_id]
+    if len(kept) == len(nb.cells):
+        raise ValueError(f"no cell named {grade_id!r}")
+    nb.cells = kept
+    return nb
+
+
+def with_cell_source(nb, grade_id: str, source: str):
+    """A copy of `nb` in which the learner replaced the code of cell `grade_id`."""
+    nb = copy.deepcopy(nb)
+    cells = [cell for cell in nb.cells if nbgrader_meta(cell).get("grade_id") == grade_id]
+    if not cells:
+        raise ValueError(f"no cell named {grade_id!r}")
+    cells[0].source = source
+    return nb
+
+
+def expected_score(answers_or_mistake, solutions: dict[str, str], total: float) -> float:
+    """The total the autograder must give: full for the solutions, a mistake's own score,
+    and 0 for the unmodified release (no answers)."""
+    if isinstance(answers_or_mistake, Mistake):
+        return answers_or_mistake.score
+    if answers_or_mistake == solutions:
+        return total
+    if not answers_or_mistake:
+        return 0.0
+    raise ValueError("only the solutions, no answers, or a Mistake have a known expected score")
+
+
+# Objects that claim to equal anything. Every comparison lies; the str subclass's own
+# strip() and upper() keep the lie going; the tensor subclass also lies about its device,
+# dtype and shape; and `Anything` answers every attribute, call and iteration with itself.
+_LIES = """
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __hash__(self): return 0
+"""
+LIARS = f"""
+class Anything:{_LIES}
+    def __getattr__(self, name): return self
+    def __call__(self, *args, **kwargs): return self
+    def __iter__(self): return iter((self, self))
+    def __len__(self): return 2
+    def __bool__(self): return True
+    def __float__(self): return 1.0
+    def __index__(self): return 1
+
+class LyingFloat(float):{_LIES}
+
+class LyingInt(int):{_LIES}
+
+class LyingStr(str):{_LIES}
+    def strip(self, *args): return self
+    def upper(self): return self
+
+class LyingTuple(tuple):{_LIES}
+
+class LyingTensor(torch.Tensor):{_LIES}
+    device = dtype = shape = property(lambda self: Anything())
+"""

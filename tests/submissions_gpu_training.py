@@ -1,0 +1,255 @@
+"""Realistic submissions of the gpu_training exercises, built from the committed release.
+
+The API is every unit's: see tests/submission_kit.py (tests/units.py finds this module).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests import submission_kit as kit
+
+ROOT = kit.ROOT
+ASSIGNMENT = "gpu_training"
+SOURCE = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
+
+# The answers to the Check yourself questions, as they would be printed. None of them may
+# appear in the release, in a visible test, or in a failure message. (The waits, 1,000, 10
+# and 1, are numbers the questions themselves state, so they cannot be told apart here.)
+ANSWER_VALUES: tuple[str, ...] = ("400", "200", "300", "400.0", "200.0", "300.0")
+
+
+def answer_values_in(text: str) -> list[str]:
+    """The ANSWER_VALUES that `text` shows as numbers of their own."""
+    return kit.values_in(ANSWER_VALUES, text)
+
+
+SOLUTIONS: dict[str, str] = kit.read_solutions(SOURCE)
+POINTS: dict[str, float] = kit.read_points(SOURCE)
+TOTAL: float = sum(POINTS.values())
+
+
+class Mistake(kit.Mistake):
+    """A common mistake of these exercises (see kit.Mistake)."""
+
+    SOLUTIONS = SOLUTIONS
+    POINTS = POINTS
+
+
+def _train_step(*body: str) -> str:
+    return "def train_step(model, optimizer, inputs, labels):\n" + "\n".join(f"    {line}" for line in body)
+
+
+def _load_checkpoint(*body: str) -> str:
+    return "def load_checkpoint(model, buffer):\n" + "\n".join(f"    {line}" for line in body)
+
+
+def _training_memory(copies: str, size: str = "p.element_size()") -> str:
+    return ("def training_memory_mb(model, optimizer):\n"
+            f"    copies = {copies}\n"
+            f"    return sum(p.numel() * {size} for p in model.parameters()) * copies / 10**6")
+
+
+WHERE = "device = next(model.parameters()).device"
+ADAM_IS_4 = ("4 if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) "
+             "else 3 if optimizer.defaults.get('momentum', 0) else 2")
+
+MISTAKES: dict[str, Mistake] = {
+    "mib": Mistake(
+        "megabytes counted as MiB (2**20 bytes), 381.5 MB for Adam",
+        {"q1_memory": ("adam_mb = 25_000_000 * 4 * 4 / 2**20\nsgd_mb = 25_000_000 * 4 * 2 / 2**20\n"
+                       "sgd_momentum_mb = 25_000_000 * 4 * 3 / 2**20"),
+         "q1_training_memory": _training_memory(ADAM_IS_4).replace("10**6", "2**20")},
+        ("test_q1_adam", "test_q1_sgd", "test_q1_training_memory"),
+        "that is in MiB",
+    ),
+    "four_bytes_forgotten": Mistake(
+        "one byte a number: 100, 50 and 75 MB",
+        {"q1_memory": ("adam_mb = 25_000_000 * 4 / 10**6\nsgd_mb = 25_000_000 * 2 / 10**6\n"
+                       "sgd_momentum_mb = 25_000_000 * 3 / 10**6")},
+        ("test_q1_adam", "test_q1_sgd"),
+        "at 4 bytes a float32 number",
+    ),
+    "adam_as_three": Mistake(
+        "Adam counted as 3 copies, like SGD with momentum",
+        {"q1_memory": ("adam_mb = 25_000_000 * 4 * 3 / 10**6\nsgd_mb = 25_000_000 * 4 * 2 / 10**6\n"
+                       "sgd_momentum_mb = 25_000_000 * 4 * 3 / 10**6"),
+         "q1_training_memory": _training_memory(
+             "3 if isinstance(optimizer, torch.optim.Adam) "
+             "or optimizer.defaults.get('momentum', 0) else 2")},
+        ("test_q1_adam", "test_q1_training_memory"),
+        "Adam keeps two numbers per parameter",
+    ),
+    "momentum_forgotten": Mistake(
+        "SGD with momentum counted like plain SGD: no momentum buffer",
+        {"q1_memory": ("adam_mb = 25_000_000 * 4 * 4 / 10**6\nsgd_mb = 25_000_000 * 4 * 2 / 10**6\n"
+                       "sgd_momentum_mb = 25_000_000 * 4 * 2 / 10**6"),
+         "q1_training_memory": _training_memory(
+             "4 if isinstance(optimizer, torch.optim.Adam) else 2")},
+        ("test_q1_sgd", "test_q1_training_memory"),
+        "keeps a momentum buffer",
+    ),
+    "memory_ignores_dtype": Mistake(
+        "training_memory_mb counts 4 bytes a number whatever the dtype",
+        {"q1_training_memory": _training_memory(ADAM_IS_4, size="4")},
+        ("test_q1_training_memory",),
+        "use p.element_size()",
+    ),
+    "final_read_twice": Mistake(
+        "the read at the end counted on top of the last one: 11 and 2",
+        {"q2_waits": "waits_every_step = 1000\nwaits_every_100 = 11\nwaits_read_once = 2"},
+        ("test_q2_waits_reading", "test_q2_waits_once"),
+        "counts the final read twice",
+    ),
+    "running_total_never_waits": Mistake(
+        "a running total read once at the end is thought to wait for nothing",
+        {"q2_waits": "waits_every_step = 1000\nwaits_every_100 = 10\nwaits_read_once = 0"},
+        ("test_q2_waits_once",),
+        "reading it at the end does",
+    ),
+    "assigns_the_model": Mistake(
+        "the model's line must be assigned back",
+        {"q3_must_assign": "must_assign = 'A'"},
+        ("test_q3_must_assign",),
+        "moves the parameters in place",
+    ),
+    "reads_the_loss": Mistake(
+        "train_step returns loss.item(): a Python float, read on the host",
+        {"q4_train_step": _train_step(
+            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.item()")},
+        ("test_q4_train_step_form", "test_q4_device", "test_q4_labels", "test_q4_reference_step",
+         "test_q4_stays_on_device"),
+        "should be a tensor, not a float",
+    ),
+    "batch_not_moved": Mistake(
+        "train_step leaves the batch where it came from (the device error)",
+        {"q4_train_step": _train_step(
+            "loss = F.cross_entropy(model(inputs), labels.long())",
+            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        ("test_q4_device", "test_q4_stays_on_device"),
+        "move the batch (inputs and labels) to the device",
+    ),
+    "float_labels": Mistake(
+        "train_step keeps the labels' own dtype (the dtype error)",
+        {"q4_train_step": _train_step(
+            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device))",
+            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        ("test_q4_labels",),
+        "class numbers must be int64",
+    ),
+    "no_zero_grad": Mistake(
+        "train_step never zeroes the gradients: they add up from step to step",
+        {"q4_train_step": _train_step(
+            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+            "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        ("test_q4_reference_step",),
+        "call optimizer.zero_grad() before backward()",
+    ),
+    "not_detached": Mistake(
+        "train_step returns the loss still attached to its graph",
+        {"q4_train_step": _train_step(
+            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss")},
+        ("test_q4_stays_on_device",),
+        "return loss.detach()",
+    ),
+    "hardcodes_cuda": Mistake(
+        "train_step writes \"cuda\" instead of reading the model's device (no GPU here)",
+        {"q4_train_step": _train_step(
+            "loss = F.cross_entropy(model(inputs.to('cuda')), labels.to('cuda').long())",
+            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        ("test_q4_train_step_form", "test_q4_device", "test_q4_labels", "test_q4_reference_step",
+         "test_q4_stays_on_device"),
+        "this computer has none",
+    ),
+    "no_map_location": Mistake(
+        "load_checkpoint calls torch.load without map_location",
+        {"q5_load_checkpoint": _load_checkpoint(
+            "model.load_state_dict(torch.load(buffer))", "return model")},
+        ("test_q5_saved_on_gpu",),
+        "map_location",
+    ),
+    "assigns_cpu_tensors": Mistake(
+        "load_checkpoint loads onto the CPU and assigns the tensors: the model leaves its device",
+        {"q5_load_checkpoint": _load_checkpoint(
+            "model.load_state_dict(torch.load(buffer, map_location='cpu'), assign=True)",
+            "return model")},
+        ("test_q5_devices",),
+        "without assign=True",
+    ),
+}
+
+# Other right ways to answer: each earns every point.
+FULL_MARKS: dict[str, dict[str, str]] = {
+    "other_right_answers": {
+        **SOLUTIONS,
+        # MB typed in, whole numbers: exact.
+        "q1_memory": "adam_mb = 400\nsgd_mb = 200\nsgd_momentum_mb = 300",
+        "q2_waits": "waits_every_step = 1000.0\nwaits_every_100 = 10\nwaits_read_once = 1",
+        "q3_must_assign": "must_assign = ' b '",
+        # Labels moved and converted in one call; the loss from the nn.Module form.
+        "q4_train_step": _train_step(
+            "where = next(model.parameters()).device",
+            "criterion = torch.nn.CrossEntropyLoss()",
+            "loss = criterion(model(inputs.to(where)), labels.to(where, torch.long))",
+            "optimizer.zero_grad(set_to_none=True)", "loss.backward()", "optimizer.step()",
+            "return loss.detach()"),
+        # Loaded onto the CPU, then copied into the model wherever it is.
+        "q5_load_checkpoint": _load_checkpoint(
+            "state = torch.load(buffer, map_location='cpu', weights_only=True)",
+            "model.load_state_dict(state)", "return model"),
+    },
+}
+
+
+def _always_equal(number: str, text: str, tensor: str, model: str) -> dict[str, str]:
+    return {
+        "q1_memory": kit.LIARS + f"\nadam_mb = sgd_mb = sgd_momentum_mb = {number}",
+        "q1_training_memory": f"def training_memory_mb(model, optimizer):\n    return {number}",
+        "q2_waits": f"waits_every_step = waits_every_100 = waits_read_once = {number}",
+        "q3_must_assign": f"must_assign = {text}",
+        "q4_train_step": _train_step(f"return {tensor}"),
+        "q5_load_checkpoint": _load_checkpoint(f"return {model}"),
+    }
+
+
+ALWAYS_EQUAL: dict[str, dict[str, str]] = {
+    # Each answer a subclass of its own type.
+    "always_equal_subclasses": _always_equal(
+        "LyingInt()", "LyingStr()", "torch.zeros(()).as_subclass(LyingTensor)", "Anything()"),
+    # Every answer, and every function's result, one object whose __eq__ returns True.
+    "always_equal_objects": _always_equal("Anything()", "Anything()", "Anything()", "Anything()"),
+}
+ALWAYS_EQUAL_MAX = 0.1 * TOTAL
+
+# One implausible answer per answer cell: each visible test must refuse it with a message.
+IMPLAUSIBLE: dict[str, str] = {
+    "q1_memory": "adam_mb = '400 MB'\nsgd_mb = 0.2\nsgd_momentum_mb = 300_000_000",
+    "q1_training_memory": "def training_memory_mb(model, optimizer):\n    return 1.0",
+    "q2_waits": "waits_every_step = 1000.5\nwaits_every_100 = -1\nwaits_read_once = '1'",
+    "q3_must_assign": "must_assign = 'batch'",
+    "q4_train_step": _train_step("return [0.5]"),
+    "q5_load_checkpoint": _load_checkpoint("return model.state_dict()"),
+}
+
+# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# a handful, chosen for what they send across its bridge between the two kernels.
+COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss")
+
+# Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
+# by deleting it, or by replacing test cells with `pass`.
+DELETED = ("deleted_test_cell", "no_map_location", "test_q5_saved_on_gpu")
+PASSED = ("pass_in_test_cells", "mib", ("test_q1_adam", "test_q1_sgd", "test_q1_training_memory"))
+
+
+def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
+    """The release notebook with the given answer cells filled in; the rest keep their stub."""
+    return kit.make_submission(release_nb_path, answers)
+
+
+def expected_score(answers_or_mistake) -> float:
+    """The total the autograder must give: full for the solutions, a mistake's own score,
+    and 0 for the unmodified release (no answers)."""
+    return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
