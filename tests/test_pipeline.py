@@ -212,6 +212,11 @@ def test_feedback_runs_nothing_of_the_students(graded):
         parser.feed(page.read_text())
         assert parser.found == [], (student, parser.found[:5])
     assert "Hi" in pages["trick-script-in-markdown"].read_text()  # the text itself stays
+    # Only the notebooks and their own feedback pages come back: no page a student sent.
+    for kind, suffix in (("feedback", ".html"), ("autograded", ".ipynb")):
+        files = [p.relative_to(course / kind) for p in (course / kind).rglob("*") if p.is_file()]
+        assert files and all(str(f) == f"{f.parts[0]}/{ASSIGNMENT}/{ASSIGNMENT}{suffix}"
+                             for f in files), (kind, [f for f in files if f.suffix != suffix][:5])
 
 
 def test_feedback_shows_no_hidden_test_source(graded):
