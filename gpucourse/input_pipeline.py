@@ -214,7 +214,7 @@ def assumed_speeds() -> Speeds:
     return Speeds(
         batch=IMAGES, uint8_bytes=IMAGES * CHANNELS * SIDE * SIDE,
         load_ms=20.0, normalize_ms=6.0, pinned_gb_s=LINK_GB_S, pageable_gb_s=LINK_GB_S / 2,
-        compute_ms=8.0, cores=None, name="assumed speeds",
+        compute_ms=8.0, cores=None, name="assumed: made-up stage times, the first unit's link speed",
         source=(("load", "made up: 20 ms for one worker to load a batch"),
                 ("normalize", "made up: 6 ms more to convert and normalize it on the CPU"),
                 ("copy", f"assumed: {LINK_GB_S:g} GB/s from pinned memory (the first unit's "
