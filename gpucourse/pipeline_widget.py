@@ -62,7 +62,7 @@ class PipelineWidget:
 
         self.mode = widgets.ToggleButtons(
             options=[("assumed speeds", "assumed"), ("measured on this machine", "measured")],
-            description="Speeds")
+            description="Speeds", style={"button_width": "190px"})
         self.workers = named(widgets.IntSlider(value=settings.workers, min=0, max=MAX_WORKERS,
                                                description="Loader workers",
                                                continuous_update=False, **_look()))
