@@ -100,6 +100,28 @@ print(json.dumps({"bare_steps_s": bare_steps_s, "widget_steps_s": segment.steps_
 ]
 
 
+PIPELINE_CELLS = [
+    """
+import json, time
+from gpucourse.pipeline_widget import FRAMES, SECONDS_PER_FRAME, PipelineWidget
+timeline = PipelineWidget()
+timeline.play_now()  # reveal results, so a change redraws the whole timeline
+changes = []
+for i in range(200):
+    start = time.perf_counter()
+    timeline.workers.value = (i + 1) % 5
+    assert "a batch in steady state" in timeline.result_text
+    changes.append((time.perf_counter() - start) * 1e3)
+changes.sort()
+start = time.perf_counter()
+await timeline.play()
+played = time.perf_counter() - start
+print(json.dumps({"change_median_ms": changes[100], "change_p95_ms": changes[190],
+                  "play_fps": (FRAMES + 1) / played, "aim_fps": 1 / SECONDS_PER_FRAME}))
+""",
+]
+
+
 def run(nb, timeout=120):
     start = time.perf_counter()
     nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
@@ -160,6 +182,12 @@ def main():
         print(f"{'training: read every step / every 100 (steps/s)':<52}"
               f"{t['every_1_steps_s']:>7,.0f}/{t['every_100_steps_s']:,.0f}{'':>6}"
               f"{t['every_1_steps_s'] / t['every_100_steps_s']:>8.2f}")
+    if "gpu_data_loading" in args.unit:
+        p = widget_figures(PIPELINE_CELLS)
+        print(f"{'timeline: setting change -> redrawn, median':<52}{p['change_median_ms']:>11.2f} ms")
+        print(f"{'timeline: setting change -> redrawn, 95th pct':<52}{p['change_p95_ms']:>11.2f} ms")
+        print(f"{'timeline: frames per second while playing':<52}{p['play_fps']:>10.1f} fps"
+              f"{p['aim_fps']:>8.0f} fps{p['play_fps'] / p['aim_fps']:>8.2f}")
     print(f"({os.cpu_count()} CPUs)")
 
 

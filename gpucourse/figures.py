@@ -232,3 +232,100 @@ def training_fallback_html(parameters: int) -> str:
         'finish every step queued so far, so reading at every step costs speed. On a CPU there '
         'is no queue, and a read costs little. A larger batch gives more samples per second '
         'on either.</p></details></div>')
+
+
+# -- the input pipeline ------------------------------------------------------------------------
+LANE_FILLS = {"load": CPU_COLOUR, "copy": "#999999", "compute": GPU_COLOUR}
+
+
+def pipeline_timeline_svg(pipeline, batches: int = 8, until: float | None = None,
+                          scale: float | None = None) -> str:
+    """The pipeline's lanes, load (one row per worker), copy and compute, over ``batches``
+    batches, drawn up to the moment ``until`` (ms; None: to the end) on an axis of
+    ``scale`` ms (None: the whole run). Each bar carries its batch number; each lane is
+    named in words, never by colour alone."""
+    spans = pipeline.spans(batches)
+    end = max(s.end for s in spans)
+    until = end if until is None else until
+    scale = max(scale or end, 1e-9)
+    workers = pipeline.settings.workers
+    load_rows = max(workers, 1)
+    rows = [(f"load, worker {k + 1}" if workers else "load, main process") for k in range(load_rows)]
+    rows += ["copy to GPU", "compute on GPU"]
+    left, right, top, row_h = 150, 620, 10, 26
+    height = top + row_h * len(rows) + 34
+    width = 640
+
+    def x(ms):
+        return left + ms / scale * (right - left)
+
+    def row_of(span):
+        return span.row if span.stage == "load" else load_rows + STAGE_ROW[span.stage]
+
+    done = sum(1 for s in spans if s.stage == "compute" and s.end <= until)
+    summary = (f"Timeline of {batches} batches through load, copy and compute: "
+               f"{done} of {batches} computed after {min(until, end):.3g} ms.")
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(summary)}" '
+             'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+             f'<rect width="{width}" height="{height}" fill="#ffffff"/>']
+    for i, name in enumerate(rows):
+        y = top + i * row_h
+        parts.append(f'<text x="{left - 8}" y="{y + 17}" text-anchor="end" fill="{INK}">{escape(name)}</text>'
+                     f'<rect x="{left}" y="{y + 3}" width="{right - left}" height="{row_h - 6}" '
+                     'fill="#f4f4f4"/>')
+    for span in spans:
+        if span.start >= until or span.end <= span.start:
+            continue
+        shown_end = min(span.end, until)
+        y = top + row_of(span) * row_h
+        x0, x1 = x(span.start), x(shown_end)
+        fill = LANE_FILLS[span.stage]
+        ink = "#ffffff" if span.stage == "compute" else INK
+        parts.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 0.5):.1f}" '
+                     f'height="{row_h - 6}" fill="{fill}" stroke="#ffffff" stroke-width="1"/>')
+        if x1 - x0 >= 12:
+            parts.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y + 17}" text-anchor="middle" '
+                         f'fill="{ink}" font-size="11">{span.batch + 1}</text>')
+    axis = top + row_h * len(rows) + 4
+    parts.append(f'<line x1="{left}" y1="{axis}" x2="{right}" y2="{axis}" stroke="{INK}"/>')
+    for tick in _ticks(scale):
+        if tick <= scale:
+            parts.append(f'<text x="{x(tick):.1f}" y="{axis + 14}" text-anchor="middle">{tick:g}</text>')
+    parts.append(f'<text x="{right}" y="{axis + 28}" text-anchor="end">ms</text>')
+    if until < end:
+        parts.append(f'<line x1="{x(until):.1f}" y1="{top}" x2="{x(until):.1f}" y2="{axis}" '
+                     f'stroke="{INK}" stroke-dasharray="3 3"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+STAGE_ROW = {"copy": 0, "compute": 1}
+
+
+def pipeline_table_html(pipelines) -> str:
+    """One row per (label, pipeline): time per batch, bottleneck and the GPU's busy share."""
+    rows = "".join(
+        f"<tr><td>{escape(label)}</td><td>{p.steady_ms():.3g} ms</td>"
+        f"<td>{escape(p.bottleneck())}</td><td>{p.gpu_busy():.0%}</td></tr>"
+        for label, p in pipelines)
+    return ('<table class="pipeline-table"><thead><tr><th>settings</th><th>time per batch</th>'
+            f'<th>bottleneck</th><th>GPU busy</th></tr></thead><tbody>{rows}</tbody></table>')
+
+
+def pipeline_fallback_html(pipelines, best) -> str:
+    """What a reader sees where the live timeline cannot run (GitHub, nbviewer): what it
+    shows, its controls and the question, with the answers folded away."""
+    return (
+        '<div class="pipeline-fallback">'
+        '<p><b>The pipeline timeline</b> runs in a running notebook (run this one, or open it in '
+        'Colab or Binder). It draws 8 batches through three lanes, <i>load</i> on the CPU, '
+        '<i>copy</i> over the link and <i>compute</i> on the GPU, with made-up speeds of a real '
+        'shape or the speeds of your machine. Controls: <i>Loader workers</i>, <i>Pinned '
+        'memory</i>, <i>Copy on a side stream</i>, <i>Copied as</i> (uint8 or float32) and '
+        '<b>Run</b>.</p>'
+        '<p>Predict before you run it: with the made-up speeds, which settings keep the GPU '
+        'busy all the time, and which stage holds it back with the defaults?</p>'
+        '<details><summary>Answer: the settings as a table, and the best one drawn</summary>'
+        + pipeline_table_html(pipelines) + pipeline_timeline_svg(best)
+        + "</details></div>")

@@ -38,6 +38,14 @@ await trainer.train(pause=0)
 print(trainer.status_text)
 print(trainer.trainer.device, len(trainer.trainer.readings))
 """,
+    # The lesson's timeline runs on the speeds the lesson measured, then on the assumed ones.
+    "gpu_data_loading": """
+timeline.mode.value = "measured"
+timeline.play_now()
+print(timeline.result_text)
+timeline.mode.value = "assumed"
+print(timeline.result_text)
+""",
 }
 
 
@@ -89,6 +97,12 @@ def deliberate_outputs(unit: str) -> dict[str, list[dict]]:
         bundle = TrainingWidget()._repr_mimebundle_()
         return {"a5widget": [{"output_type": "display_data", "metadata": {},
                               "data": {key: bundle[key] for key in ("text/html", "text/plain")}}]}
+    if unit == "gpu_data_loading":
+        from gpucourse.pipeline_widget import PipelineWidget
+
+        bundle = PipelineWidget()._repr_mimebundle_()
+        return {"pipelinewidget": [{"output_type": "display_data", "metadata": {},
+                                    "data": {key: bundle[key] for key in ("text/html", "text/plain")}}]}
     raise KeyError(f"no deliberate outputs listed for {unit}: add them to tests/lessons.py")
 
 

@@ -213,6 +213,44 @@ def test_training_lesson_runs_on_colabs_stack_and_its_widget_trains_from_python(
     assert rows == "2 True" and buttons == "False True"
 
 
+DRIVE_TIMELINE = """\
+timeline.workers.value = 3
+timeline.pinned.value = timeline.side_stream.value = True
+timeline.dtype.value = "uint8"
+timeline.run.click()
+print(timeline.playing, timeline.run.disabled)"""
+
+FINISH_TIMELINE = """\
+import asyncio
+for _ in range(600):  # at most 30 s
+    if not timeline.playing:
+        break
+    await asyncio.sleep(0.05)
+print(timeline.result_text)
+print("load, worker 3" in timeline.timeline.value, timeline.run.disabled)"""
+
+
+@pytest.mark.slow
+def test_data_loading_lesson_runs_on_colabs_stack_and_its_timeline_plays_from_python(
+        root, colab_with_course, tmp_path):
+    notebook = read(root, "notebooks/gpu_data_loading.ipynb")
+    lesson_cells = len(notebook.cells)
+    notebook.cells += [code_cell(ENVIRONMENT_PROBE), code_cell(DRIVE_TIMELINE),
+                       code_cell(FINISH_TIMELINE)]
+    colab_client(notebook, colab_with_course, tmp_path).execute()
+
+    failed = [(i, error_of(c)) for i, c in enumerate(notebook.cells) if error_of(c)]
+    assert not failed, f"lesson cells raised on Colab's stack: {failed}"
+    probe, drive, finish = notebook.cells[lesson_cells:]
+    facts = json.loads(stdout_of(probe))
+    assert facts["ipywidgets"] == "7.7.1" and not facts["nbgrader"]
+    # Run plays in the background and holds the button until the last frame.
+    assert stdout_of(drive).split() == ["True", "True"]
+    result, lanes = stdout_of(finish).strip().split("\n")
+    assert result.startswith("8 batches in ") and "8 ms a batch in steady state · bottleneck: compute" in result
+    assert lanes == "True False"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("release", RELEASES)
 def test_release_runs_on_colabs_stack_with_answers_still_to_write(root, colab_with_course,

@@ -109,7 +109,8 @@ def test_lesson_html_shows_the_race_rules_and_folds_its_answer():
 # the size of size.py, the race, the three timings, and the Check yourself questions.
 # gpu_training: where the model and the batch are, the `is` tests, the device and dtype
 # errors, which lines read on the host, what a read costs, the memory, the checkpoint, and the
-# Check yourself answers.
+# Check yourself answers. gpu_data_loading: the steady states and bottlenecks, pinning without a
+# GPU, the sizes of a batch, the normalization's result.
 PREDICTION_ANSWERS = (
     "torch.float64 torch.float32", "5.0 0.0", "RuntimeError", "on the expected device",
     "same device", "Verdict", "faster", "0.196608", "wins", "ticks —", "96 ticks", "83 ticks",
@@ -118,6 +119,8 @@ PREDICTION_ANSWERS = (
     "meta True", "cpu True", "expected target dtype", "reads the value on the host",
     "stays on the device", "steps/s", "times slower", "% slower", "times the weights", "deserialize",
     "400 MB", "300 MB", "1,000 times",
+    "a batch in steady state", "% of the time", "bottleneck: ", "Cannot access accelerator",
+    "MB (counted)", "float32 cpu True",
 )
 
 
@@ -160,3 +163,17 @@ def test_training_lesson_html_shows_what_the_widget_does_and_folds_what_to_look_
     (folded,) = re.findall(r"<details><summary>What to look for</summary>(.*?)</details>", fallback,
                            flags=re.S)
     assert "On a CPU there is no queue" in unescape(folded)
+
+
+def test_data_loading_lesson_html_shows_the_timelines_controls_and_folds_its_answers():
+    html = render("notebooks/gpu_data_loading.ipynb")
+    (fallback,) = re.findall(r'<div class="pipeline-fallback">.*?</details></div>', html, flags=re.S)
+    shown = unescape(_unfolded(fallback))
+    for control in ("Loader workers", "Pinned memory", "Copy on a side stream", "Copied as", "Run",
+                    "Predict before you run it"):
+        assert control in shown, control
+    assert " ms" not in shown and "%" not in shown
+    (folded,) = re.findall(r"<details><summary>Answer[^<]*</summary>(.*?)</details>", fallback, flags=re.S)
+    rows = _rows(folded)
+    assert ("0 workers, pageable, float32 (the defaults)", "46.3 ms", "load", "17%") in rows
+    assert ("3 workers, pinned, side stream, uint8", "8 ms", "compute", "100%") in rows

@@ -1,0 +1,300 @@
+"""Realistic submissions of the gpu_data_loading exercises, built from the committed release.
+
+The API is every unit's: see tests/submission_kit.py (tests/units.py finds this module).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests import submission_kit as kit
+
+ROOT = kit.ROOT
+ASSIGNMENT = "gpu_data_loading"
+SOURCE = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
+
+# The answers to the Check yourself questions, as they would be printed. None of them may
+# appear in the release, in a visible test, or in a failure message. (12, 8 and 2 are
+# numbers the questions themselves state, so they cannot be told apart here.)
+ANSWER_VALUES: tuple[str, ...] = (
+    "15", "15.0", "53.3", "53.33", "53.333", "154.1", "154.14", "154.140672", "38.54",
+    "38.535", "38.535168", "6.17", "6.166", "6.1656", "1.54", "1.541", "1.5414")
+
+
+def answer_values_in(text: str) -> list[str]:
+    """The ANSWER_VALUES that `text` shows as numbers of their own."""
+    return kit.values_in(ANSWER_VALUES, text)
+
+
+SOLUTIONS: dict[str, str] = kit.read_solutions(SOURCE)
+POINTS: dict[str, float] = kit.read_points(SOURCE)
+TOTAL: float = sum(POINTS.values())
+
+
+class Mistake(kit.Mistake):
+    """A common mistake of these exercises (see kit.Mistake)."""
+
+    SOLUTIONS = SOLUTIONS
+    POINTS = POINTS
+
+
+def _steady_state(*body: str) -> str:
+    return "def steady_state(stage_ms, workers, overlap):\n" + "\n".join(f"    {line}" for line in body)
+
+
+def _to_device(*body: str) -> str:
+    return "def to_device_uint8(images, device, mean, std):\n" + "\n".join(f"    {line}" for line in body)
+
+
+PER_BATCH = ('per_batch = {"load": stage_ms["load"] / workers, "copy": stage_ms["copy"], '
+             '"compute": stage_ms["compute"]}')
+SLOWEST = "bottleneck = max(per_batch, key=per_batch.get)"
+MEAN_STD = ("mean = torch.tensor(mean, dtype=torch.float32, device=device).view(1, -1, 1, 1)",
+            "std = torch.tensor(std, dtype=torch.float32, device=device).view(1, -1, 1, 1)")
+
+
+def _q1(sequential="5 + 2 + 8", overlapped="max(5, 2, 8)", busy="100 * 8 / (5 + 2 + 8)") -> str:
+    return f"sequential_ms = {sequential}\noverlapped_ms = {overlapped}\ngpu_busy_percent = {busy}"
+
+
+def _q3(float32_mb="256 * 3 * 224 * 224 * 4 / 10**6", uint8_mb="256 * 3 * 224 * 224 / 10**6",
+        per_ms="25e9 / 1e6 / 1e3") -> str:
+    return (f"float32_mb = {float32_mb}\nuint8_mb = {uint8_mb}\n"
+            f"float32_ms = float32_mb / ({per_ms})\nuint8_ms = uint8_mb / ({per_ms})")
+
+
+MISTAKES: dict[str, Mistake] = {
+    "overlapped_as_sum": Mistake(
+        "overlapped stages counted one after another: the sum",
+        {"q1_overlap": _q1(overlapped="5 + 2 + 8")},
+        ("test_q1_times",),
+        "the stages run side by side",
+    ),
+    "busy_as_fraction": Mistake(
+        "the GPU's busy share given as a fraction, 0.533",
+        {"q1_overlap": _q1(busy="8 / (5 + 2 + 8)")},
+        ("test_q1_busy",),
+        "give a percentage (multiply by 100)",
+    ),
+    "busy_when_overlapped": Mistake(
+        "the busy share of the overlapped pipeline, 100%",
+        {"q1_overlap": _q1(busy="100")},
+        ("test_q1_busy",),
+        "the question asks one after another",
+    ),
+    "busy_as_waiting": Mistake(
+        "the share of time the GPU waits",
+        {"q1_overlap": _q1(busy="100 * (5 + 2) / (5 + 2 + 8)")},
+        ("test_q1_busy",),
+        "that is the share of the time the GPU waits",
+    ),
+    "workers_halve_the_batch": Mistake(
+        "two workers halve the time per batch: 6 ms, with the GPU still taking 8",
+        {"q2_workers": "one_worker_ms = 12\ntwo_workers_ms = 12 / 2\nfewest_workers = 2"},
+        ("test_q2_times",),
+        "the GPU still needs its own time",
+    ),
+    "sum_with_workers": Mistake(
+        "the overlapped stages summed: 22 and 16 ms",
+        {"q2_workers": "one_worker_ms = 12 + 2 + 8\ntwo_workers_ms = 6 + 2 + 8\nfewest_workers = 2"},
+        ("test_q2_times",),
+        "the slowest one sets the pace, not their sum",
+    ),
+    "fewest_rounded_down": Mistake(
+        "12 / 8 rounded down: 1 worker",
+        {"q2_workers": "one_worker_ms = 12\ntwo_workers_ms = 8\nfewest_workers = 12 // 8"},
+        ("test_q2_fewest",),
+        "with one worker, loading is still the slowest stage",
+    ),
+    "mib": Mistake(
+        "sizes in MiB (2**20 bytes): 147.0 and 36.75",
+        {"q3_bytes": _q3(float32_mb="256 * 3 * 224 * 224 * 4 / 2**20",
+                         uint8_mb="256 * 3 * 224 * 224 / 2**20", per_ms="25e9 / 2**20 / 1e3")},
+        ("test_q3_sizes",),
+        "that is in MiB",
+    ),
+    "four_bytes_forgotten": Mistake(
+        "float32 counted at 1 byte a number, as uint8",
+        {"q3_bytes": _q3(float32_mb="256 * 3 * 224 * 224 / 10**6")},
+        ("test_q3_sizes", "test_q3_times"),
+        "a float32 number takes 4 bytes",
+    ),
+    "channels_forgotten": Mistake(
+        "one number per pixel, not three",
+        {"q3_bytes": _q3(float32_mb="256 * 224 * 224 * 4 / 10**6", uint8_mb="256 * 224 * 224 / 10**6")},
+        ("test_q3_sizes", "test_q3_times"),
+        "three numbers per pixel",
+    ),
+    "bits": Mistake(
+        "the link's GB/s taken as gigabits: times 8 times too long",
+        {"q3_bytes": _q3(per_ms="25e9 / 8 / 1e6 / 1e3")},
+        ("test_q3_times",),
+        "GB/s counts bytes, not bits",
+    ),
+    "seconds": Mistake(
+        "copy times in seconds, not milliseconds",
+        {"q3_bytes": _q3(per_ms="25e9 / 1e6")},
+        ("test_q3_form", "test_q3_times"),
+        "not a plausible number of ms",
+    ),
+    "always_the_sum": Mistake(
+        "steady_state sums the stages even when they overlap",
+        {"q4_steady_state": _steady_state(PER_BATCH, SLOWEST, "return sum(per_batch.values()), bottleneck")},
+        ("test_q4_overlapped", "test_q4_workers"),
+        "the slowest one sets the pace, not their sum",
+    ),
+    "always_the_slowest": Mistake(
+        "steady_state takes the slowest stage even one after another",
+        {"q4_steady_state": _steady_state(PER_BATCH, SLOWEST, "return max(per_batch.values()), bottleneck")},
+        ("test_q4_sequential", "test_q4_workers"),
+        "a batch takes the sum of the stages",
+    ),
+    "workers_ignored": Mistake(
+        "steady_state lets one worker load every batch, whatever the workers",
+        {"q4_steady_state": _steady_state(
+            "per_batch = dict(stage_ms)", SLOWEST,
+            "return (max(per_batch.values()) if overlap else sum(per_batch.values())), bottleneck")},
+        ("test_q4_workers", "test_q4_bottleneck"),
+        "together they deliver one every load / workers ms",
+    ),
+    "workers_multiply": Mistake(
+        "steady_state multiplies the loading time by the workers",
+        {"q4_steady_state": _steady_state(
+            PER_BATCH.replace('/ workers', '* workers'), SLOWEST,
+            "return (max(per_batch.values()) if overlap else sum(per_batch.values())), bottleneck")},
+        ("test_q4_workers", "test_q4_bottleneck"),
+        "more workers deliver batches more often",
+    ),
+    "fastest_stage": Mistake(
+        "the bottleneck taken as the fastest stage",
+        {"q4_steady_state": _steady_state(
+            PER_BATCH, "bottleneck = min(per_batch, key=per_batch.get)",
+            "return (max(per_batch.values()) if overlap else sum(per_batch.values())), bottleneck")},
+        ("test_q4_bottleneck",),
+        "the bottleneck is the slowest stage",
+    ),
+    "not_scaled": Mistake(
+        "to_device_uint8 normalizes the 0-255 values without dividing by 255",
+        {"q5_to_device_uint8": _to_device("x = images.to(device)", *MEAN_STD, "return (x.float() - mean) / std")},
+        ("test_q5_values",),
+        "divide the uint8 values by 255",
+    ),
+    "mean_and_std_swapped": Mistake(
+        "to_device_uint8 subtracts the std and divides by the mean",
+        {"q5_to_device_uint8": _to_device("x = images.to(device)", *MEAN_STD,
+                                          "return (x.float() / 255 - std) / mean")},
+        ("test_q5_values",),
+        "subtract the mean, then divide by the std",
+    ),
+    "mean_on_the_cpu": Mistake(
+        "to_device_uint8 makes mean and std on the CPU: the device error",
+        {"q5_to_device_uint8": _to_device(
+            "x = images.to(device)",
+            *(line.replace(", device=device", "") for line in MEAN_STD),
+            "return (x.float() / 255 - mean) / std")},
+        ("test_q5_devices",),
+        "make mean and std on the device",
+    ),
+    "float64": Mistake(
+        "to_device_uint8 makes mean and std float64: the batch comes back float64",
+        {"q5_to_device_uint8": _to_device(
+            "x = images.to(device)",
+            *(line.replace("torch.float32", "torch.float64") for line in MEAN_STD),
+            "return (x.float() / 255 - mean) / std")},
+        ("test_q5_form", "test_q5_devices"),
+        "the result should be float32",
+    ),
+    "not_broadcast": Mistake(
+        "to_device_uint8 keeps mean and std flat: they meet the images' width, not their channels",
+        {"q5_to_device_uint8": _to_device(
+            "x = images.to(device)",
+            *(line.replace(".view(1, -1, 1, 1)", "") for line in MEAN_STD),
+            "return (x.float() / 255 - mean) / std")},
+        ("test_q5_form", "test_q5_values", "test_q5_devices"),
+        "shape them (1, C, 1, 1)",
+    ),
+    "hardcodes_cuda": Mistake(
+        "to_device_uint8 copies to \"cuda\" instead of the device it is given (no GPU here)",
+        {"q5_to_device_uint8": _to_device(
+            "x = images.to('cuda')",
+            *(line.replace("device=device", "device='cuda'") for line in MEAN_STD),
+            "return (x.float() / 255 - mean) / std")},
+        ("test_q5_form", "test_q5_values", "test_q5_devices"),
+        "this computer has none",
+    ),
+}
+
+# Other right ways to answer: each earns every point.
+FULL_MARKS: dict[str, dict[str, str]] = {
+    "other_right_answers": {
+        **SOLUTIONS,
+        # Typed in: whole numbers exact, the rest to 3 significant figures or more.
+        "q1_overlap": "sequential_ms = 15\noverlapped_ms = 8.0\ngpu_busy_percent = 53.3",
+        "q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 8\nfewest_workers = 2",
+        "q3_bytes": "float32_mb = 154\nuint8_mb = 38.5\nfloat32_ms = 6.17\nuint8_ms = 1.54",
+        # A list back instead of a tuple; the stages' times sorted by hand.
+        "q4_steady_state": _steady_state(
+            'times = [("load", stage_ms["load"] / workers), ("copy", stage_ms["copy"]),',
+            '         ("compute", stage_ms["compute"])]',
+            "name, slowest = sorted(times, key=lambda pair: pair[1])[-1]",
+            "total = sum(t for _, t in times)",
+            "return [slowest if overlap else total, name]"),
+        # Mean and std built from one tensor, reshaped with [None, :, None, None].
+        "q5_to_device_uint8": _to_device(
+            "stats = torch.tensor([mean, std], device=device)",
+            "m, s = stats[0][None, :, None, None], stats[1][None, :, None, None]",
+            "return images.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)"),
+    },
+}
+
+
+def _always_equal(number: str, pair: str, tensor: str) -> dict[str, str]:
+    return {
+        "q1_overlap": kit.LIARS + f"\nsequential_ms = overlapped_ms = gpu_busy_percent = {number}",
+        "q2_workers": f"one_worker_ms = two_workers_ms = fewest_workers = {number}",
+        "q3_bytes": f"float32_mb = uint8_mb = float32_ms = uint8_ms = {number}",
+        "q4_steady_state": _steady_state(f"return {pair}"),
+        "q5_to_device_uint8": _to_device(f"return {tensor}"),
+    }
+
+
+ALWAYS_EQUAL: dict[str, dict[str, str]] = {
+    # Each answer a subclass of its own type.
+    "always_equal_subclasses": _always_equal(
+        "LyingFloat(1.5)", "LyingTuple((LyingFloat(1.5), LyingStr('load')))",
+        "torch.zeros(4, 3, 5, 7).as_subclass(LyingTensor)"),
+    # Every answer, and every function's result, one object whose __eq__ returns True.
+    "always_equal_objects": _always_equal("Anything()", "Anything()", "Anything()"),
+}
+ALWAYS_EQUAL_MAX = 0.1 * TOTAL
+
+# One implausible answer per answer cell: each visible test must refuse it with a message.
+IMPLAUSIBLE: dict[str, str] = {
+    "q1_overlap": "sequential_ms = '15 ms'\noverlapped_ms = 8\ngpu_busy_percent = 150",
+    "q2_workers": "one_worker_ms = 12\ntwo_workers_ms = 8\nfewest_workers = 1.5",
+    "q3_bytes": "float32_mb = 154_140_672\nuint8_mb = 38.5\nfloat32_ms = 6.17\nuint8_ms = 1.54",
+    "q4_steady_state": _steady_state("return 8.0"),
+    "q5_to_device_uint8": _to_device("return images"),
+}
+
+# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# a handful, chosen for what they send across its bridge between the two kernels (a dict and
+# bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error).
+COURSE_GRADE_SAMPLE = ("workers_ignored", "mean_on_the_cpu", "busy_as_fraction")
+
+# Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
+# by deleting it, or by replacing test cells with `pass`.
+DELETED = ("deleted_test_cell", "mean_on_the_cpu", "test_q5_devices")
+PASSED = ("pass_in_test_cells", "four_bytes_forgotten", ("test_q3_sizes", "test_q3_times"))
+
+
+def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
+    """The release notebook with the given answer cells filled in; the rest keep their stub."""
+    return kit.make_submission(release_nb_path, answers)
+
+
+def expected_score(answers_or_mistake) -> float:
+    """The total the autograder must give: full for the solutions, a mistake's own score,
+    and 0 for the unmodified release (no answers)."""
+    return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)

@@ -1,0 +1,137 @@
+"""The third lesson, gpu_data_loading: what it teaches, executed top to bottom on the CPU, and as
+committed. What every lesson has is tested for every unit in test_lessons.py."""
+import re
+
+import pytest
+
+from lessons import cell_with, committed as committed_lesson, executed as executed_lesson
+from lessons import flat, markdown, printed
+from units import submissions
+
+UNIT = "gpu_data_loading"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return committed_lesson(UNIT)
+
+
+@pytest.fixture(scope="module")
+def executed():
+    return executed_lesson(UNIT)
+
+
+def test_the_batches_are_uint8_images_made_on_the_cpu(executed):
+    assert printed(cell_with(executed, "images = next(iter(loader))")) == (
+        "torch.Size([64, 3, 224, 224]) torch.uint8 cpu\n9.63 MB a batch (counted)\n")
+
+
+def test_one_after_another_adds_up_and_overlapped_takes_the_slowest(executed, committed):
+    sequential, overlapped = printed(cell_with(executed, "one_after_another = Pipeline(")).strip().split("\n")
+    assert sequential == ("one after another: load 20 ms, copy 1.54 ms, compute 8 ms -> 29.5 ms a batch "
+                          "in steady state · bottleneck: load · GPU busy 27% of the time")
+    assert overlapped.endswith("-> 20 ms a batch in steady state · bottleneck: load · GPU busy 40% of the time")
+    assert "20 + 1.54 + 8 ms: about 29.5 ms a batch" in flat(markdown(committed))
+
+
+def test_workers_move_the_bottleneck_to_the_gpu(executed):
+    lines = printed(cell_with(executed, "for workers in (1, 2, 3, 4):")).strip().split("\n")
+    assert [line.split(":")[0] for line in lines] == ["1 worker", "2 workers", "3 workers", "4 workers"]
+    assert "10 ms a batch" in lines[1] and "bottleneck: load" in lines[1]
+    assert "8 ms a batch" in lines[2] and "bottleneck: compute" in lines[2] and "busy 100%" in lines[2]
+
+
+def test_this_machines_loader_is_measured_on_one_thread(executed):
+    load, cores = printed(cell_with(executed, "load_ms = ms(")).strip().split("\n")
+    assert re.fullmatch(r"one worker loads a batch of 64 in [\d.]+ ms \(measured, one CPU thread\)", load)
+    assert re.fullmatch(r"this machine has \d+ CPU cores? for workers to share \(measured\)", cores)
+
+
+def test_pinning_without_a_gpu_is_refused_and_said_so(executed, committed):
+    assert printed(cell_with(executed, "pinned = images.pin_memory()")) == (
+        "the loader's batch is pinned: False\n"
+        "RuntimeError: Cannot access accelerator device when none is available.\n")
+    text = flat(markdown(committed))
+    assert "`DataLoader(..., pin_memory=(device == \"cuda\"))`" in text
+    assert "up to twice as slow as a plain `tensor.to(device)`" in text
+    assert printed(cell_with(executed, "copy_lines(device, images)")).startswith("No GPU here: nothing to copy to")
+
+
+def test_the_prefetcher_runs_on_the_cpu_and_uses_a_side_stream_on_a_gpu(executed, committed):
+    source = cell_with(committed, "class Prefetcher:").source
+    for line in ["with torch.cuda.stream(self.stream):", "batch.to(self.device, non_blocking=True)",
+                 "torch.cuda.current_stream().wait_stream(self.stream)",
+                 "copied.record_stream(torch.cuda.current_stream())"]:
+        assert line in source, line
+    assert printed(cell_with(executed, "prefetched = Prefetcher(")) == "".join(
+        f"{step} (64, 3, 224, 224) torch.uint8 cpu\n" for step in range(3))
+    text = flat(markdown(committed))
+    assert "Work on one stream runs in order" in text and "must come from pinned memory" in text
+    assert "Call `torch.cuda.synchronize()` (or wait on an event) before reading it" in text
+
+
+def test_uint8_moves_a_quarter_of_the_bytes_and_normalizes_to_the_same_values(executed):
+    assert printed(cell_with(executed, "numbers = 256 * 3 * 224 * 224")) == (
+        "torch.uint8: 38.5 MB (counted), 1.54 ms at 25 GB/s (assumed: the first unit's PCIe 4.0 x16 figure)\n"
+        "torch.float32: 154.1 MB (counted), 6.17 ms at 25 GB/s (assumed: the first unit's PCIe 4.0 x16 figure)\n")
+    assert printed(cell_with(executed, "def to_device_uint8(images, device):")) == "torch.float32 cpu True\n"
+    assert re.fullmatch(r"normalizing a batch of 64 on one CPU thread: [\d.]+ ms \(measured\)\n",
+                        printed(cell_with(executed, "normalize_ms = ms(")))
+
+
+def test_the_bottleneck_is_found_from_stages_each_labelled(executed):
+    lines = printed(cell_with(executed, "speeds = measure_speeds(device)")).strip().split("\n")
+    assert lines[0].startswith("load: measured here") and lines[1].startswith("normalize: measured here")
+    assert lines[2].startswith("copy: assumed (no GPU here)") and lines[3].startswith("compute: assumed (no GPU here)")
+    assert lines[4].startswith("with 2 workers, pinned, a side stream, uint8: ")
+    assert lines[4].endswith("(CPU stages measured here; copy and GPU step assumed)")
+
+
+def test_the_timeline_runs_in_the_lessons_kernel_on_its_measured_speeds(executed):
+    (output,) = cell_with(executed, "timeline = PipelineWidget(measured=speeds)").outputs
+    assert "application/vnd.jupyter.widget-view+json" in output.data
+    assert 'class="pipeline-fallback"' in output.data["text/html"]
+    measured, assumed = printed(cell_with(executed, "timeline.play_now()")).strip().split("\n")
+    assert measured.startswith("8 batches in ") and "bottleneck: load" in measured
+    assert measured.endswith("(CPU stages measured here; copy and GPU step assumed).")
+    assert assumed.startswith("8 batches in 371 ms · 46.3 ms a batch")
+
+
+def test_predictions_come_before_the_cells_that_answer_them(committed):
+    sources = [c.source for c in committed.cells]
+
+    def index(snippet):
+        return next(i for i, s in enumerate(sources) if snippet in s)
+
+    for prompt, cell in [("how long does a batch take one after another?", "one_after_another = Pipeline("),
+                         ("how many workers does it take", "for workers in (1, 2, 3, 4):"),
+                         ("what does `pin_memory()` do on this machine?", "pinned = images.pin_memory()"),
+                         ("can it start before\nthe copy is done?", "class Prefetcher:"),
+                         ("how many MB is a batch of 256", "numbers = 256 * 3 * 224 * 224"),
+                         ("**Predict, then press Run:**", "timeline = PipelineWidget(")]:
+        assert index(prompt) < index(cell), prompt
+
+
+def test_check_yourself_asks_the_graded_questions_with_the_expected_answers(committed):
+    text = flat(markdown(committed)).split("## Check yourself", 1)[1].split("## Go further", 1)[0]
+    assert "Loading takes 5 ms per batch, the copy 2 ms and the computation 8 ms" in text
+    assert "One loader worker takes 12 ms per batch" in text and "256 RGB images of 224×224" in text
+    for answer in ["15 ms", "8/15 ≈ 53.3%", "2 workers is the fewest", "154.140672 MB", "≈ 6.17 ms",
+                   "38.535168 MB", "≈ 1.54 ms"]:
+        assert answer in text, answer
+    names = set(submissions(UNIT).SOLUTIONS)
+    assert {"q1_overlap", "q2_workers", "q3_bytes", "q4_steady_state", "q5_to_device_uint8"} == names
+
+
+def test_every_claim_has_a_primary_source(committed):
+    sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
+    for url in ["https://docs.pytorch.org/docs/stable/data.html",
+                "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
+                "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
+                "https://docs.pytorch.org/docs/stable/notes/cuda.html#cuda-streams",
+                "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.record_stream.html",
+                "https://docs.pytorch.org/docs/stable/benchmark_utils.html",
+                "https://pcisig.com/specifications",
+                "https://www.nvidia.com/en-us/data-center/h200/"]:
+        assert f"({url})" in sources, url
+    assert "are made up, to show a pipeline's shape" in sources
