@@ -3,7 +3,7 @@
 jupyter_client's whole protocol stays; what changes is where the kernel runs and how
 much the grader trusts the channel:
 
-- the command becomes ``[setpriv ...] bwrap ... python -I -m autograder.kernel_entry``
+- the command becomes ``bwrap ... python -I -m autograder.kernel_entry``
   (``autograder.sandbox``), with the ``ipc`` transport: the sockets live in the kernel's
   own tmpfs, which the grader reaches through ``/proc/<pid>/root``, and the connection
   file is bound read-only; no host folder is writable by the kernel;
@@ -20,6 +20,7 @@ much the grader trusts the channel:
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -62,6 +63,25 @@ def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
     context.setsockopt(zmq.LINGER, 0)  # a closing client never waits on a kernel
     context.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)  # nor does a send to one that is gone
     return context
+
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_grader():
+    """A Popen preexec_fn: the child gets SIGKILL when the grader's thread that started it
+    ends, and never runs at all if the grader ended first. Set in the child before its
+    first exec, so no moment is left (as ``setpriv --pdeathsig`` after exec left one) in
+    which a grader killed mid-launch orphans a kernel that no watchdog limits any more."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def kill_tree(pid: int) -> None:
@@ -244,11 +264,9 @@ class SandboxMixin(Configurable):
             # The connection file (the channel's key) is bound read-only.
             prefix, steps = sandbox.command(staging, [Path(self.connection_file)], self.uid)
             command = prefix + command
-        # bwrap's --die-with-parent ends the kernel when bwrap dies; tie bwrap (or the
-        # unsandboxed kernel) to the grader as well.
-        setpriv = shutil.which("setpriv")
-        if setpriv:
-            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+        # bwrap's --die-with-parent ends the kernel when bwrap dies; bwrap (or the
+        # unsandboxed kernel) is tied to the grader from the fork on (die_with_grader).
+        kw["preexec_fn"] = die_with_grader()
         self._group = None
         if self.use_bwrap and cgroups.unavailable() is None:
             self._group = cgroups.KernelGroup(sandbox.memory_mb * 1_000_000, sandbox.max_cpus)

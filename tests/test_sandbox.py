@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from traitlets.config import Config
 
@@ -282,7 +283,13 @@ os.waitpid(middle, 0)
 print(len(busy))
 """) == "3"
     assert run.km.kill_strays() == 4
-    assert run("print(sum(p.poll() is not None for p in busy))") == "3"
+    assert run("""
+import time
+end = time.monotonic() + 10
+while any(p.poll() is None for p in busy) and time.monotonic() < end:
+    time.sleep(0.05)
+print(sum(p.poll() is not None for p in busy))
+""") == "3"
     assert run.km.is_alive() and run.km.kill_strays() == 0
 
 
@@ -343,3 +350,31 @@ def test_memory_hidden_from_every_process_still_counts(kernel_with, how):
     while run.km.is_alive() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not run.km.is_alive() and run.km.oom_killed(), run.km.events
+
+
+def test_a_kernel_process_dies_with_the_grader_that_started_it(tmp_path):
+    """die_with_grader, the kernels' preexec_fn: SIGKILL the grader and what it started goes."""
+    import signal
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "child"
+    grader = subprocess.Popen([sys.executable, "-c", f"""
+import subprocess, time
+from autograder.kernel import die_with_grader
+child = subprocess.Popen(["sleep", "120"], preexec_fn=die_with_grader())
+open({str(pidfile)!r}, "w").write(str(child.pid))
+time.sleep(120)
+"""], cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    child = int(pidfile.read_text())
+    assert psutil.pid_exists(child)
+    grader.send_signal(signal.SIGKILL)
+    grader.wait()
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the child outlived the grader"
+        time.sleep(0.05)
