@@ -84,16 +84,20 @@ def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 class GradedClasses:
-    """Each unit's class, graded on first use and kept for the module: one autograde run a
-    unit, whatever order the tests come in."""
+    """Every unit's class, graded on first use and kept for the module: one autograde run a
+    unit, whatever order the tests come in. The units' runs go side by side, one per core
+    (each nbgrader run is one process grading one notebook at a time)."""
 
     def __init__(self, tmp_path_factory, root: Path):
         self.tmp_path_factory, self.root, self.done = tmp_path_factory, root, {}
 
     def get(self, unit: str) -> tuple[Path, dict]:
-        if unit not in self.done:
-            course = self._grade(submissions(unit))
-            self.done[unit] = (course, self._grades(submissions(unit), course))
+        if not self.done:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=min(len(UNITS), os.cpu_count() or 1)) as pool:
+                courses = dict(zip(UNITS, pool.map(lambda u: self._grade(submissions(u)), UNITS)))
+            self.done = {u: (c, self._grades(submissions(u), c)) for u, c in courses.items()}
         return self.done[unit]
 
     def _grade(self, subs) -> Path:
