@@ -32,39 +32,48 @@ HIDDEN_NOTE = "# (hidden tests: their code is not shown)"
 
 
 class BoundedMarkup(Preprocessor):
-    """Keeps the work of sanitizing a page bounded, whatever the notebook holds.
+    """Keeps the work of rendering and sanitizing a page bounded, whatever the notebook holds.
 
-    The HTML sanitizer (bleach, html5lib) takes time that grows with the square of how
-    deeply formatting tags nest: a markdown cell of 300,000 nested ``<b>`` tags would keep
-    one page's feedback busy for hours. A notebook may show ``MAX_TAGS`` tags in all, in
-    its markdown cells and its HTML, markdown and SVG outputs; a cell or output past that
-    is shown as a note instead (the notebook itself still holds it).
+    Two costs grow with the square of what a student can write:
+    - the HTML sanitizer (bleach, html5lib) with how deeply formatting tags nest: a markdown
+      cell of 300,000 nested ``<b>`` tags would keep one page busy for hours;
+    - nbconvert's markdown renderer (mistune) with the emphasis delimiters of a markdown
+      text: ``"_a " * 10000 + "x" + " a_" * 10000`` took 94 s, with no tag at all.
+    A notebook may show ``MAX_TAGS`` tags in all (markdown cells, HTML, markdown and SVG
+    outputs) and ``MAX_EMPHASIS`` ``*`` and ``_`` in its markdown (about a second of
+    rendering at worst; the exercises' own markdown has about 200); a cell or output past
+    that is shown as a note instead (the notebook itself still holds it).
     """
 
     enabled = True
     MAX_TAGS = 10_000
+    MAX_EMPHASIS = 4_000
     MARKUP = ("text/html", "text/markdown", "image/svg+xml")
 
     def preprocess(self, nb, resources):
-        self._left = self.MAX_TAGS
+        self._tags, self._emphasis = self.MAX_TAGS, self.MAX_EMPHASIS
         return super().preprocess(nb, resources)
 
-    def _allows(self, text) -> bool:
-        tags = str(text).count("<")
-        if tags > self._left:
+    def _allows(self, text, markdown: bool) -> bool:
+        text = str(text)
+        tags = text.count("<")
+        emphasis = text.count("*") + text.count("_") if markdown else 0
+        if tags > self._tags or emphasis > self._emphasis:
             return False
-        self._left -= tags
+        self._tags -= tags
+        self._emphasis -= emphasis
         return True
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type in ("markdown", "raw") and not self._allows(cell.source):
+        if cell.cell_type in ("markdown", "raw") and \
+                not self._allows(cell.source, markdown=cell.cell_type == "markdown"):
             cell.source = (f"*(This {cell.cell_type} cell, {len(cell.source):,} characters, has "
                            "more markup than the feedback page shows; see the notebook.)*")
             cell.pop("attachments", None)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             for mime in [m for m in self.MARKUP if m in data]:
-                if not self._allows(data[mime]):
+                if not self._allows(data[mime], markdown=mime == "text/markdown"):
                     del data[mime]
                     data.setdefault("text/plain", "(output with more markup than the "
                                                   "feedback page shows; see the notebook)")

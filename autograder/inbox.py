@@ -85,7 +85,8 @@ def problem(files: dict[str, bytes], refused: list[str], notebooks: list[str],
             text = str(exc).strip()
             first_line = text.splitlines()[0] if text else type(exc).__name__
             return INVALID_NOTEBOOK, f"{name} is not a valid notebook: {first_line[:200]}"
-        bad = metadata_problem(nb, source_cells)
+        bad = metadata_problem(nb, {g: m for g, m in source_cells.items()
+                                    if m.get("notebook", name) == name})
         if bad:
             return INVALID_NOTEBOOK, f"{name}: {bad}"
     bad = timestamp_problem(files)
@@ -102,7 +103,7 @@ def source_cells(course_root: Path, assignment: str) -> dict[str, dict]:
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader")
             if isinstance(meta, dict) and meta.get("grade_id"):
-                cells[meta["grade_id"]] = {**meta, "cell_type": cell.cell_type}
+                cells[meta["grade_id"]] = {**meta, "cell_type": cell.cell_type, "notebook": name}
     return cells
 
 
@@ -131,8 +132,8 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
         grade_id = meta.get("grade_id")
         if grade_id is not None and not GRADE_ID.match(str(grade_id)):
             return f"{where} has an nbgrader cell name that is not a plain name"
-        if not any(meta.get(flag) for flag in FLAGS):
-            continue
+        if not any(meta.get(flag) for flag in FLAGS) and grade_id not in source:
+            continue  # an ordinary cell (a name alone gives it no role)
         if grade_id not in source:
             return f"{where} claims to be the assignment's cell '{grade_id}', which it has not"
         if source[grade_id]["cell_type"] != cell.cell_type:
@@ -140,6 +141,26 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
         changed = [f for f in FLAGS if bool(meta.get(f)) != bool(source[grade_id].get(f))]
         if changed:
             return f"{where} ('{grade_id}') had its nbgrader role changed ({', '.join(changed)})"
+    return deleted_problem(nb, source)
+
+
+def deleted_problem(nb, source: dict[str, dict]) -> str | None:
+    """nbgrader puts a deleted test cell back after the source cell before it, and fails
+    when that cell was deleted too (an answer deleted with its test): say so, in words."""
+    present = set()
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if isinstance(meta, dict) and (meta.get("grade") or meta.get("solution")):
+            present.add(meta.get("grade_id"))
+    order = list(source)
+    for index, grade_id in enumerate(order):
+        before = order[index - 1] if index else None
+        if source[grade_id].get("grade") and grade_id not in present and before is not None \
+                and before not in present and not source[before].get("grade"):
+            return (f"the test cell '{grade_id}' was deleted, and '{before}' before it is "
+                    "not an answer or test cell here any more: nbgrader cannot put the test "
+                    "back; restore both from the release (fetch the assignment again) and "
+                    "submit again")
     return None
 
 

@@ -149,6 +149,38 @@ def test_copies_of_a_cell_are_graded_as_ordinary_cells():
                      "(only the first counts)"]
 
 
+def _without(nb, *grade_ids):
+    nb.cells = [c for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") not in grade_ids]
+    return nb
+
+
+@pytest.mark.parametrize("change, words", [
+    # A cell that names a test of the assignment with every role taken off, placed first.
+    (lambda nb: nb.cells.insert(1, nbformat.v4.new_markdown_cell("x", metadata={"nbgrader": {
+        "grade_id": "test_q2_mb", "grade": False, "solution": False, "locked": False,
+        "task": False, "schema_version": 3}})), "('test_q2_mb') was changed from a code cell"),
+    # An answer deleted with its test: nbgrader cannot put the test back.
+    (lambda nb: _without(nb, "q1_prepare_batch", "test_q1_shape"), "'test_q1_shape' was deleted"),
+])
+def test_a_notebook_nbgrader_could_not_put_together_is_an_invalid_notebook(course, change, words):
+    """Each of these once crashed nbgrader's OverwriteCells: the fate was the grader's own
+    `error`, for a notebook an honest learner could have made."""
+    nb = make_submission(RELEASE, SOLUTIONS)
+    change(nb)
+    files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
+    cells = inbox.source_cells(course, "gpu_tensors")
+    fate, message = inbox.problem(files, [], ["gpu_tensors.ipynb"], cells)
+    assert fate == "invalid notebook" and words in message, message
+
+
+def test_a_deleted_test_alone_is_left_to_nbgrader_which_puts_it_back(course):
+    nb = _without(make_submission(RELEASE, SOLUTIONS), "test_q2_mb")
+    files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
+    cells = inbox.source_cells(course, "gpu_tensors")
+    assert inbox.problem(files, [], ["gpu_tensors.ipynb"], cells) is None
+
+
 @pytest.mark.parametrize("stamp, ok", [
     ("2024-03-01 10:00:00.000000 UTC", True), ("2024-03-01 10:00:00", True),
     ("2024-03-01 10:00:00 /etc/shadow", False), ("not a date", False), ("", False)])

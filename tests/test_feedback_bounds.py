@@ -1,0 +1,48 @@
+"""The feedback page's work is bounded: markup whose rendering or sanitizing grows with the
+square of its size is shown as a note (autograder.feedback.BoundedMarkup), and an honest
+notebook's markup is left as it is."""
+from __future__ import annotations
+
+import copy
+
+import nbformat
+import pytest
+
+from autograder.feedback import BoundedMarkup
+from units import UNITS, release
+
+
+def _bounded(nb):
+    return BoundedMarkup().preprocess(copy.deepcopy(nb), {})[0]
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_an_honest_notebooks_markup_is_shown_whole(unit):
+    nb = nbformat.read(release(unit), as_version=4)
+    assert _bounded(nb) == nb
+
+
+@pytest.mark.parametrize("text", [
+    "_a " * 10_000 + "x" + " a_" * 10_000,      # emphasis: mistune's time grows as its square
+    "*a " * 3_000 + "x" + " a*" * 3_000,
+    "<b>" * 20_000 + "deep" + "</b>" * 20_000,  # nesting: the sanitizer's time grows so
+])
+def test_markup_past_the_bound_is_a_note_in_a_cell_or_an_output(text):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("An honest *answer*, with `code`."),
+        nbformat.v4.new_markdown_cell(text),
+        nbformat.v4.new_code_cell("display(Markdown(text))", outputs=[
+            nbformat.v4.new_output("display_data", data={"text/markdown": text})]),
+    ])
+    out = _bounded(nb)
+    assert out.cells[0].source == "An honest *answer*, with `code`."
+    assert "more markup than the feedback page shows" in out.cells[1].source
+    data = out.cells[2].outputs[0].data
+    assert "text/markdown" not in data and "more markup" in data["text/plain"]
+
+
+def test_the_bound_is_for_the_whole_notebook_not_each_cell():
+    cells = [nbformat.v4.new_markdown_cell("_a " * 100 + "x" + " a_" * 100) for _ in range(30)]
+    out = _bounded(nbformat.v4.new_notebook(cells=cells))
+    noted = [c for c in out.cells if "more markup" in c.source]
+    assert noted and len(noted) < len(cells)  # the first 20 (4,000 delimiters) are shown
