@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from tests.submissions import (ASSIGNMENT, MISTAKES, POINTS, RELEASE, ROOT, SOLUTIONS, TOTAL,
+from tests.submissions import (ASSIGNMENT, FULL_MARKS, MISTAKES, POINTS, RELEASE, ROOT, SOLUTIONS, TOTAL,
                                make_submission)
 
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
@@ -88,6 +88,9 @@ def honest_cases() -> list[Case]:
              Case("blank", 0.0, "graded", make_submission(RELEASE, {}))]
     cases += [Case(f"mistake-{name.replace('_', '-')}", m.score, "graded",
                    make_submission(RELEASE, m.answers)) for name, m in MISTAKES.items()]
+    # Other right answers (the seed's own rounded figures): full marks too.
+    cases += [Case(f"right-{name.replace('_', '-')}", TOTAL, "graded",
+                   make_submission(RELEASE, answers)) for name, answers in FULL_MARKS.items()]
     return cases
 
 

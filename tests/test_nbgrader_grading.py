@@ -1,9 +1,9 @@
 """The real nbgrader grades every unit's exercises right, with a real SQLite gradebook.
 
-For each unit: one temporary course folder (nbgrader_config.py + source/), one
-`generate_assignment`, one `autograde` over every submission and one `generate_feedback`:
-each nbgrader run starts a kernel that imports torch, so a unit's whole class is graded in
-a single batch. Plain nbgrader runs the tests in the learner's own kernel, so the checks
+For each unit, each half of its class: one temporary course folder (nbgrader_config.py +
+source/), one `generate_assignment`, one `autograde` over its submissions and one
+`generate_feedback`: each notebook's kernel imports torch, so a unit's class is graded in
+two batches, side by side. Plain nbgrader runs the tests in the learner's own kernel, so the checks
 alone must hold here (course-grade's two kernels are tested in test_course_grade_units.py).
 """
 from __future__ import annotations
@@ -84,9 +84,10 @@ def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 class GradedClasses:
-    """Every unit's class, graded on first use and kept for the module: one autograde run a
-    unit, whatever order the tests come in. The units' runs go side by side, one per core
-    (each nbgrader run is one process grading one notebook at a time)."""
+    """Every unit's class, graded on first use and kept for the module, whatever order the
+    tests come in. nbgrader grades one notebook at a time, so each unit's class is split in
+    two halves, each autograded in a course folder of its own, side by side (one per core);
+    the second half's graded files are then moved into the first's folder."""
 
     def __init__(self, tmp_path_factory, root: Path):
         self.tmp_path_factory, self.root, self.done = tmp_path_factory, root, {}
@@ -95,18 +96,30 @@ class GradedClasses:
         if not self.done:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=min(len(UNITS), os.cpu_count() or 1)) as pool:
-                courses = dict(zip(UNITS, pool.map(lambda u: self._grade(submissions(u)), UNITS)))
-            self.done = {u: (c, self._grades(submissions(u), c)) for u, c in courses.items()}
+            halves = [(u, half) for u in UNITS for half in (0, 1)]
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                courses = list(pool.map(lambda job: self._grade(submissions(job[0]), job[1]),
+                                        halves))
+            for (u, _), course in zip(halves, courses):
+                grades = self._grades(submissions(u), course)
+                if u not in self.done:
+                    self.done[u] = (course, grades)
+                    continue
+                first, merged = self.done[u]
+                for kind in ("autograded", "feedback"):
+                    for folder in (course / kind).iterdir():
+                        shutil.move(str(folder), first / kind / folder.name)
+                merged.update(grades)
         return self.done[unit]
 
-    def _grade(self, subs) -> Path:
-        """A course folder with every submission autograded and its feedback generated."""
-        course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}")
+    def _grade(self, subs, half: int) -> Path:
+        """A course folder with half the class autograded and its feedback generated."""
+        course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}-{half}")
         shutil.copy(self.root / "nbgrader_config.py", course)
         shutil.copytree(self.root / "source" / subs.ASSIGNMENT, course / "source" / subs.ASSIGNMENT)
         _nbgrader(course, "generate_assignment", subs.ASSIGNMENT, "--force")
-        for student, nb in _class_of_submissions(subs).items():
+        students = sorted(_class_of_submissions(subs).items())
+        for student, nb in students[half::2]:
             folder = course / "submitted" / student / subs.ASSIGNMENT
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{subs.ASSIGNMENT}.ipynb")
