@@ -141,31 +141,38 @@ print(race.gpu.value)
 print(race.run.disabled)"""
 
 
-@pytest.mark.slow
-def test_lesson_runs_on_colabs_stack_and_its_race_plays_from_python(root, colab_with_course,
-                                                                     tmp_path):
-    notebook = read(root, LESSON)
+def run_lesson_and_drive(root, colab_with_course, tmp_path, lesson: str, *driving: str):
+    """Run a lesson top to bottom on Colab's stack, then the driving cells after it; every
+    cell must run without an error, on ipywidgets 7.7.1, without nbgrader, from the built
+    wheel. The lesson's cells and the driving cells' printed text."""
+    notebook = read(root, lesson)
     lesson_cells = len(notebook.cells)
-    notebook.cells += [code_cell(ENVIRONMENT_PROBE), code_cell(DRIVE_RACE),
-                       code_cell(FINISH_RACE)]
+    notebook.cells += [code_cell(ENVIRONMENT_PROBE), *map(code_cell, driving)]
     colab_client(notebook, colab_with_course, tmp_path).execute()
 
     failed = [(i, error_of(c)) for i, c in enumerate(notebook.cells) if error_of(c)]
     assert not failed, f"lesson cells raised on Colab's stack: {failed}"
-    outputs = "".join(stdout_of(c) for c in notebook.cells[:lesson_cells])
-    assert "torch.float64 torch.float32\ntorch.Size([2, 3]) cpu\n" in outputs
-    assert "[[ 0.  0.  0.]\n [20. 40.  0.]]" in outputs
-
-    probe, drive, finish = notebook.cells[lesson_cells:]
+    probe, *driven = notebook.cells[lesson_cells:]
     facts = json.loads(stdout_of(probe))
     assert facts["ipywidgets"] == "7.7.1" and facts["ipython"].startswith("7.")
     assert not facts["nbgrader"], "Colab has no nbgrader; the lesson must not need it"
     assert Path(facts["gpucourse"]).is_relative_to(colab_with_course.parents[1]), (
         f"gpucourse came from {facts['gpucourse']}, not from the installed wheel")
+    return notebook.cells[:lesson_cells], [stdout_of(c) for c in driven]
+
+
+@pytest.mark.slow
+def test_lesson_runs_on_colabs_stack_and_its_race_plays_from_python(root, colab_with_course,
+                                                                     tmp_path):
+    cells, (drive, finish) = run_lesson_and_drive(root, colab_with_course, tmp_path, LESSON,
+                                                  DRIVE_RACE, FINISH_RACE)
+    outputs = "".join(stdout_of(c) for c in cells)
+    assert "torch.float64 torch.float32\ntorch.Size([2, 3]) cpu\n" in outputs
+    assert "[[ 0.  0.  0.]\n [20. 40.  0.]]" in outputs
 
     # Run starts the race in the background and holds the button until the end.
-    assert stdout_of(drive).split() == ["True", "True"]
-    result, cpu_lane, gpu_lane, disabled = stdout_of(finish).strip().split("\n")
+    assert drive.split() == ["True", "True"]
+    result, cpu_lane, gpu_lane, disabled = finish.strip().split("\n")
     assert result == "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."
     assert "CPU" in cpu_lane and "done" in cpu_lane and "96 ticks" in cpu_lane
     assert "GPU" in gpu_lane and "done" in gpu_lane and "83 ticks" in gpu_lane
@@ -195,20 +202,12 @@ print(trainer.train_button.disabled, trainer.stop_button.disabled)"""
 @pytest.mark.slow
 def test_training_lesson_runs_on_colabs_stack_and_its_widget_trains_from_python(
         root, colab_with_course, tmp_path):
-    notebook = read(root, "notebooks/gpu_training.ipynb")
-    lesson_cells = len(notebook.cells)
-    notebook.cells += [code_cell(ENVIRONMENT_PROBE), code_cell(DRIVE_TRAINING),
-                       code_cell(FINISH_TRAINING)]
-    colab_client(notebook, colab_with_course, tmp_path).execute()
-
-    failed = [(i, error_of(c)) for i, c in enumerate(notebook.cells) if error_of(c)]
-    assert not failed, f"lesson cells raised on Colab's stack: {failed}"
-    probe, drive, finish = notebook.cells[lesson_cells:]
-    facts = json.loads(stdout_of(probe))
-    assert facts["ipywidgets"] == "7.7.1" and not facts["nbgrader"]
+    _, (drive, finish) = run_lesson_and_drive(root, colab_with_course, tmp_path,
+                                              "notebooks/gpu_training.ipynb",
+                                              DRIVE_TRAINING, FINISH_TRAINING)
     # Train starts a task and hands the kernel back at once; Stop ends it.
-    assert stdout_of(drive).split() == ["True", "True", "False"]
-    status, rows, buttons = stdout_of(finish).strip().split("\n")
+    assert drive.split() == ["True", "True", "False"]
+    status, rows, buttons = finish.strip().split("\n")
     assert status.startswith("stopped: step ") and "measured: " in status
     assert rows == "2 True" and buttons == "False True"
 
@@ -233,20 +232,12 @@ print("load, worker 3" in timeline.timeline.value, timeline.run.disabled)"""
 @pytest.mark.slow
 def test_data_loading_lesson_runs_on_colabs_stack_and_its_timeline_plays_from_python(
         root, colab_with_course, tmp_path):
-    notebook = read(root, "notebooks/gpu_data_loading.ipynb")
-    lesson_cells = len(notebook.cells)
-    notebook.cells += [code_cell(ENVIRONMENT_PROBE), code_cell(DRIVE_TIMELINE),
-                       code_cell(FINISH_TIMELINE)]
-    colab_client(notebook, colab_with_course, tmp_path).execute()
-
-    failed = [(i, error_of(c)) for i, c in enumerate(notebook.cells) if error_of(c)]
-    assert not failed, f"lesson cells raised on Colab's stack: {failed}"
-    probe, drive, finish = notebook.cells[lesson_cells:]
-    facts = json.loads(stdout_of(probe))
-    assert facts["ipywidgets"] == "7.7.1" and not facts["nbgrader"]
+    _, (drive, finish) = run_lesson_and_drive(root, colab_with_course, tmp_path,
+                                              "notebooks/gpu_data_loading.ipynb",
+                                              DRIVE_TIMELINE, FINISH_TIMELINE)
     # Run plays in the background and holds the button until the last frame.
-    assert stdout_of(drive).split() == ["True", "True"]
-    result, lanes = stdout_of(finish).strip().split("\n")
+    assert drive.split() == ["True", "True"]
+    result, lanes = finish.strip().split("\n")
     assert result.startswith("8 batches in ") and "8 ms a batch in steady state · bottleneck: compute" in result
     assert lanes == "True False"
 

@@ -62,7 +62,19 @@ def kernel_with(tmp_path):
             kc.execute_interactive(code, timeout=timeout, output_hook=keep)
             return "".join(out).strip()
 
-        run.km, run.staging, run.root = km, staging, root
+        def run_until_killed(code: str, within: float = 40) -> None:
+            """Send code the kernel is to be killed for, and return once it is gone (a
+            killed kernel never replies: waiting for a reply would wait for the timeout)."""
+            kc.execute(code)
+            deadline = time.monotonic() + within
+            while km.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            # The watchdog looks every WATCH_INTERVAL: give it one look to say why.
+            deadline = time.monotonic() + 2
+            while not km.is_alive() and not km.events and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+        run.km, run.staging, run.root, run.until_killed = km, staging, root, run_until_killed
         return run
 
     yield start
@@ -131,8 +143,7 @@ except OSError as exc:
 
 def test_memory_kept_in_tmpfs_counts_against_the_limit(kernel_with):
     run = kernel_with(memory_mb=700, shm_mb=400, disk_mb=400)
-    try:
-        run("""
+    run.until_killed("""
 held = b"x" * 300_000_000
 for folder in ("/dev/shm", "/tmp"):
     with open(folder + "/hoard", "wb") as f:
@@ -140,12 +151,7 @@ for folder in ("/dev/shm", "/tmp"):
             f.write(b"y" * 1_000_000)
 import time
 time.sleep(10)
-""", timeout=30)
-    except Exception:  # the kernel is killed mid-cell: the client sees no reply
-        pass
-    deadline = time.monotonic() + 10
-    while run.km.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
+""")
     assert not run.km.is_alive()
     assert [e["event"] for e in run.km.events] == ["memory"]
     assert run.km.events[0]["used_mb"] >= 700  # a control group stops it at the limit itself
@@ -222,18 +228,12 @@ def test_a_kernel_that_keeps_many_cpus_busy_is_stopped(kernel_with, monkeypatch)
 
     monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
     run = kernel_with(max_cpus=0.5)
-    try:
-        run("""
+    run.until_killed("""
 import subprocess, time
 busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
         for _ in range(3)]
 time.sleep(20)
-""", timeout=40)
-    except Exception:  # the kernel is killed mid-cell
-        pass
-    deadline = time.monotonic() + 10
-    while run.km.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
+""")
     assert not run.km.is_alive()
     assert [e["event"] for e in run.km.events] == ["cpu_share"]
 
@@ -342,13 +342,7 @@ def test_memory_hidden_from_every_process_still_counts(kernel_with, how):
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
     # No address-space limit: it would refuse the segments before they are filled.
     run = kernel_with(memory_mb=350, address_space_limit=False)
-    try:
-        run(HIDDEN_MEMORY[how] + "\nimport time\ntime.sleep(10)\nprint('kept it all')", timeout=15)
-    except Exception:  # the kernel is killed mid-cell
-        pass
-    deadline = time.monotonic() + 10
-    while run.km.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    run.until_killed(HIDDEN_MEMORY[how] + "\nimport time\ntime.sleep(10)\nprint('kept it all')")
     assert not run.km.is_alive() and run.km.oom_killed(), run.km.events
 
 
