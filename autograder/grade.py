@@ -69,6 +69,7 @@ def roster(course_root: Path) -> list[str]:
 def course_files(course_root: Path, assignment: str) -> CourseFiles:
     """What a worker needs of the course for this assignment."""
     from nbgrader.api import Gradebook
+    from sqlalchemy import text
 
     config = grading_config(course_root)
     source, refused = safefiles.regular_files(course_root / "source" / assignment,
@@ -78,8 +79,9 @@ def course_files(course_root: Path, assignment: str) -> CourseFiles:
                               + "; ".join(refused[:3]))
     with Gradebook(config.CourseDirectory.db_url) as gb:
         duedate = gb.find_assignment(assignment).duedate
+        schema = gb.db.execute(text("SELECT version_num FROM alembic_version")).scalar()
     return CourseFiles(assignment, (course_root / "nbgrader_config.py").read_text(), source,
-                       duedate.isoformat() if duedate else None)
+                       duedate.isoformat() if duedate else None, schema)
 
 
 def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = None,

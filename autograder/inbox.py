@@ -9,7 +9,9 @@ reason, instead of reaching nbgrader and failing as the grader's own error.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -107,6 +109,41 @@ def source_cells(course_root: Path, assignment: str) -> dict[str, dict]:
     return cells
 
 
+_ACCEPTED: set[str] = set()  # cell types and metadata nbgrader's validator accepted
+_MAX_ACCEPTED = 10_000
+
+
+def _refused_by_nbgrader(cell) -> str | None:
+    """Why nbgrader's own validator (MetadataValidatorV3) refuses a cell's metadata, or None.
+
+    Its verdict depends only on the cell's type and nbgrader metadata, and a class's
+    notebooks repeat the release's cells: what it accepted once is not checked again
+    (jsonschema checks the schema itself on every call, which made this most of the
+    coordinator's time). A refusal is never remembered, so its message is this cell's.
+    """
+    try:
+        key = json.dumps([cell.get("cell_type"), cell.metadata["nbgrader"]], sort_keys=True)
+    except (TypeError, ValueError):
+        key = None
+    if key in _ACCEPTED:
+        return None
+    try:
+        _validator().validate_cell(copy.deepcopy(cell))
+    except Exception as exc:  # nbgrader's ValidationError, SchemaTooOldError, KeyError...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return first[:160]
+    if key is not None and len(_ACCEPTED) < _MAX_ACCEPTED:
+        _ACCEPTED.add(key)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    return MetadataValidatorV3()
+
+
 def metadata_problem(nb, source: dict[str, dict]) -> str | None:
     """Why nbgrader could not grade this notebook's cell metadata, or None.
 
@@ -114,9 +151,6 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
     name a cell of the assignment, and keep that cell's type and role (test, answer,
     locked, task): nbgrader's autograde fails on any of these, as the grader's own error.
     """
-    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
-
-    validator = MetadataValidatorV3()
     for number, cell in enumerate(nb.cells, start=1):
         meta = cell.get("metadata", {}).get("nbgrader")
         if meta is None:
@@ -124,11 +158,9 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
         where = f"cell {number}"
         if not isinstance(meta, dict):
             return f"{where} has nbgrader metadata that is not a mapping (was it edited by hand?)"
-        try:
-            validator.validate_cell(copy.deepcopy(cell))
-        except Exception as exc:  # nbgrader's ValidationError, SchemaTooOldError, KeyError...
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return f"{where} has nbgrader metadata nbgrader refuses ({first[:160]})"
+        refused = _refused_by_nbgrader(cell)
+        if refused:
+            return f"{where} has nbgrader metadata nbgrader refuses ({refused})"
         grade_id = meta.get("grade_id")
         if grade_id is not None and not GRADE_ID.match(str(grade_id)):
             return f"{where} has an nbgrader cell name that is not a plain name"

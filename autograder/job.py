@@ -24,12 +24,13 @@ class CourseFiles:
     config: str                       # the course's nbgrader_config.py
     source: dict[str, bytes]          # source/<assignment>/, relative path -> bytes
     duedate: str | None = None        # the assignment's due date in the gradebook, ISO
+    schema: str | None = None         # the gradebook's alembic version (see worker._prepared)
 
     @property
     def key(self) -> str:
         """Equal for equal contents: a worker prepares each course once."""
         h = hashlib.sha256()
-        for part in (self.assignment, self.config, self.duedate or ""):
+        for part in (self.assignment, self.config, self.duedate or "", self.schema or ""):
             h.update(part.encode() + b"\0")
         for name in sorted(self.source):
             h.update(name.encode() + b"\0" + hashlib.sha256(self.source[name]).digest())
