@@ -12,6 +12,7 @@ the job again elsewhere, or as the pool's error); a result is recorded once, by 
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -94,14 +95,28 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     """
     course_root = Path(course_root).resolve()
     check_ready(course_root, assignment, sandbox)
+    files_of_course = course_files(course_root, assignment)
+    submitted = inbox.submitted_students(course_root, assignment)
+    with contextlib.ExitStack() as stack:
+        if executor is None and submitted:
+            executor, workers = stack.enter_context(
+                local_pool(min(jobs or os.cpu_count() or 1, len(submitted)), files_of_course))
+        else:
+            workers = _workers(executor) if executor is not None else 1
+        return _grade_class(course_root, assignment, submitted, files_of_course, sandbox, force,
+                            gpu, executor, workers, on_result, progress)
+
+
+def _grade_class(course_root: Path, assignment: str, submitted: list[str],
+                 files_of_course: CourseFiles, sandbox: bool, force: bool, gpu: bool,
+                 executor, workers: int, on_result, progress) -> list[dict]:
     config = grading_config(course_root)
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
     cells = inbox.source_cells(course_root, assignment)
-    files_of_course = course_files(course_root, assignment)
     to_grade: list[Job] = []
     outcomes: dict[str, dict] = {}
-    for student in inbox.submitted_students(course_root, assignment):
+    for student in submitted:
         if not inbox.valid_student_id(student):
             continue  # imports never make such a folder; it is not a student's
         files, refused = inbox.read_submission(course_root / "submitted" / student / assignment,
@@ -133,7 +148,7 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
 
     if progress is not None:
         progress.reset(total=len(to_grade))
-    for result in run_jobs(to_grade, jobs, executor):
+    for result in _complete(executor, to_grade, workers) if to_grade else ():
         outcome = record(course_root, assignment, result)
         ledger.put(outcome)
         outcomes[outcome["student_id"]] = {**outcome, "this_run": "graded"}
@@ -144,17 +159,17 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     return [outcomes[s] for s in sorted(outcomes)]
 
 
-def run_jobs(jobs_to_run: list[Job], jobs: int | None, executor=None):
-    """Each job's Result, as they complete, from ``executor`` or a local pool."""
-    if not jobs_to_run:
-        return
-    if executor is not None:
-        yield from _complete(executor, jobs_to_run, _workers(executor))
-        return
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(jobs_to_run)))
+@contextlib.contextmanager
+def local_pool(workers: int, files_of_course: CourseFiles):
+    """A pool of ``workers`` grading processes on this machine, started at once: each
+    imports nbgrader and prepares its private course while the coordinator checks the
+    inbox (a pool starts its processes only when work arrives, so each gets a no-op)."""
+    workers = max(1, workers)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=init_worker) as pool:
-        yield from _complete(pool, jobs_to_run, workers)
+                             initializer=init_worker, initargs=(files_of_course,)) as pool:
+        for _ in range(workers):
+            pool.submit(os.getpid)
+        yield pool, workers
 
 
 def _complete(executor, jobs_to_run: list[Job], workers: int):
@@ -228,13 +243,14 @@ def _save_grades(course_root: Path, assignment: str, student: str,
             gb.update_or_create_submission(assignment, student, timestamp=stamp)
         else:
             gb.update_or_create_submission(assignment, student)
-    for name, data in notebooks.items():
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-        resources = {"nbgrader": {"notebook": name[: -len(".ipynb")], "assignment": assignment,
-                                  "student": student, "db_url": db_url}}
-        for preprocessor in (SaveAutoGrades, AssignLatePenalties):
-            preprocessor(config=config).preprocess(nb, resources)
-    with Gradebook(db_url) as gb:
+        for name, data in notebooks.items():
+            nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+            resources = {"nbgrader": {"notebook": name[: -len(".ipynb")],
+                                      "assignment": assignment, "student": student,
+                                      "db_url": db_url}}
+            for preprocessor in (SaveAutoGrades, AssignLatePenalties):
+                preprocessor(config=config).preprocess(nb, resources)
+        gb.db.expire_all()  # the preprocessors wrote through gradebooks of their own
         submission = gb.find_submission(assignment, student)
         return float(submission.score), float(submission.max_score)
 

@@ -43,12 +43,17 @@ _SLOT: dict = {}
 _PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
 
 
-def init_worker() -> None:
-    """Pool initializer: die with the coordinator."""
+def init_worker(course_files: CourseFiles | None = None) -> None:
+    """Pool initializer: die with the coordinator; prepare the course before the first
+    job. Never raises (a pool whose initializer fails is broken for good): a course that
+    cannot be prepared is each job's fate instead."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    if course_files is not None:
+        with contextlib.suppress(Exception):
+            _prepared(course_files)
 
 
 def grade_job(job: Job) -> Result:

@@ -46,3 +46,30 @@ def test_the_bound_is_for_the_whole_notebook_not_each_cell():
     out = _bounded(nbformat.v4.new_notebook(cells=cells))
     noted = [c for c in out.cells if "more markup" in c.source]
     assert noted and len(noted) < len(cells)  # the first 20 (4,000 delimiters) are shown
+
+
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+@pytest.mark.parametrize("with_image", [False, True])
+def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
+    """FeedbackExporter skips nbconvert's BeautifulSoup pass on a page without an image;
+    the page must still be nbconvert's, and an image must still get its alt text."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+    from traitlets.config import Config
+
+    from autograder.feedback import FeedbackExporter
+
+    nb = nbformat.read(release(UNITS[0]), as_version=4)
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="printed\n")]
+    if with_image:
+        nb.cells[1].outputs.append(nbformat.v4.new_output("display_data",
+                                                          data={"image/png": PNG}))
+    config = Config({"HTMLExporter": {"template_name": "classic", "sanitize_html": True}})
+    ours, _ = FeedbackExporter(config=config).from_notebook_node(copy.deepcopy(nb))
+    theirs, _ = HTMLExporter(config=config).from_notebook_node(copy.deepcopy(nb))
+    assert ("<img" in ours) is with_image
+    assert str(BeautifulSoup(ours, features="html.parser")) == theirs
+    if with_image:
+        assert f'alt="{FeedbackExporter.NO_ALT}"' in ours
