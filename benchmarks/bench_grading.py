@@ -52,10 +52,21 @@ def make_class(n: int, tmp: Path) -> Path:
     return course
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds this machine has spent busy since it started (all cores, /proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+BUSY: dict[str, float] = {}  # way -> busy CPU seconds of the whole machine during its run
+
+
 def timed(label: str, command) -> float:
-    start = time.perf_counter()
+    busy, start = busy_cpu_seconds(), time.perf_counter()
     result = command()
     seconds = time.perf_counter() - start
+    BUSY[label] = busy_cpu_seconds() - busy
     if result.returncode not in (0, 1):  # nbgrader exits 1 when a notebook errors
         raise SystemExit(f"{label} failed:\n{result.stderr[-2000:]}")
     return seconds
@@ -123,6 +134,7 @@ def main() -> None:
             times[way] = timed(way, lambda: run(course))
             if way == "cluster":
                 times[way] = on_cluster.seconds  # the cluster was up before the command
+                BUSY.pop(way, None)  # which counted the cluster's start as well
             if way != "plain":
                 steps[way] = breakdown(course)
         if "growth" in ways:
@@ -152,9 +164,13 @@ def report(args, times: dict, steps: dict, t10: float | None) -> None:
     print("  plain: autograde only (one kernel, no sandbox, no feedback, no export)")
     print("  course-grade: inbox checks; per submission a sandboxed student kernel for the "
           "answers and a warm sandboxed test kernel for the tests; feedback, grades.csv, report")
-    print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s}")
+    print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s} {'CPU s/submission':>17s}"
+          f" {'CPUs busy':>10s}")
     for way, seconds in times.items():
-        print(f"{LABELS[way].format(jobs=jobs):40s} {seconds:9.1f} {n / seconds * 60:16.1f}")
+        busy = BUSY.get(way)
+        cpu = f"{busy / n:17.2f} {busy / seconds:10.2f}" if busy is not None else ""
+        print(f"{LABELS[way].format(jobs=jobs):40s} {seconds:9.1f} {n / seconds * 60:16.1f} {cpu}")
+    print("  (CPU: the whole machine's busy time during the run, all processes, /proc/stat)")
     for way, table in steps.items():
         workers = 1 if way == "serial" else jobs
         print(f"\n{LABELS[way].format(jobs=jobs)}: mean seconds per graded submission, by step")
