@@ -161,11 +161,35 @@ class _CompiledTemplates(BytecodeCache):
         self.entries[bucket.key] = bucket.bytecode_to_string()
 
 
+class RememberedHighlight(Highlight2HTML):
+    """nbconvert's code highlighting, remembered in this process: most code cells of a
+    class (the instructor's, the tests) are the same on every page, and pygments' lexer
+    and formatter were a third of a page's time. The key is everything the result
+    depends on; the memo is dropped whole once it holds ``LIMIT`` cells."""
+
+    LIMIT = 4096
+    memo: dict = {}
+
+    def __call__(self, source, language=None, metadata=None):
+        magics = metadata.get("magics_language") if metadata else None
+        if not (isinstance(source, str) and isinstance(magics, (str, type(None)))
+                and isinstance(language, (str, type(None)))):
+            return super().__call__(source, language, metadata)  # the student's metadata
+        key = (source, language or self.pygments_lexer, magics,
+               repr(sorted(self.extra_formatter_options.items())))
+        if key not in self.memo:
+            if len(self.memo) >= self.LIMIT:
+                self.memo.clear()
+            self.memo[key] = super().__call__(source, language, metadata)
+        return self.memo[key]
+
+
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter for feedback pages, made cheaper in two ways that leave
     the page as nbconvert would make it:
 
-    - compiled templates are kept between pages;
+    - compiled templates, and highlighted code (``RememberedHighlight``), are kept
+      between pages;
     - ``HTMLExporter.from_notebook_node`` parses every page it made with BeautifulSoup, to
       give images without alt text a default one and JupyterLab-template cells a tab
       stop: a quarter of a grading worker's own time. This classic-based page has no
@@ -185,7 +209,7 @@ class FeedbackExporter(HTMLExporter):
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
         highlight_code = self.filters.get(
-            "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+            "highlight_code", RememberedHighlight(pygments_lexer=lexer, parent=self))
         resources = self._init_resources(resources)
         filter_data_type = WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources)

@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
-from autograder import fates, inbox, safefiles
+from autograder import fates, gradebooks, inbox, safefiles
 from autograder.config import grading_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.ledger import Ledger
@@ -94,6 +94,7 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     ``executor``: where jobs run (a Dask client's executor); None: a local pool of ``jobs``.
     """
     course_root = Path(course_root).resolve()
+    gradebooks.share_engines()
     check_ready(course_root, assignment, sandbox)
     files_of_course = course_files(course_root, assignment)
     submitted = inbox.submitted_students(course_root, assignment)

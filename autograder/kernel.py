@@ -20,6 +20,7 @@ much the grader trusts the channel:
 """
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import json
 import os
@@ -133,6 +134,12 @@ class Watchdog(threading.Thread):
     reaped children included: a kernel that keeps more than ``Sandbox.max_cpus`` cores
     busy (many processes, each in a session of its own, which the scheduler would treat
     as so many users) would starve the other students' kernels into timeouts.
+
+    In a control group (``autograder.cgroups``) the machine's own kernel holds memory
+    (tmpfs pages included) and CPU, so the watchdog only keeps the wall clock and reports
+    the group's OOM kills: it never walks the process tree, a scan of all of /proc that,
+    five times a second for each of a worker's two kernels, cost a tenth of a CPU second
+    per submission.
     """
 
     def __init__(self, pid: int, sandbox, events: list, group=None):
@@ -155,10 +162,12 @@ class Watchdog(threading.Thread):
                 root = psutil.Process(self.pid)
                 if root.status() == psutil.STATUS_ZOMBIE:
                     return self._ended()
-                procs = [root] + root.children(recursive=True)
+                if self.group is not None:
+                    breach = self._oom() or self._wall()
+                else:
+                    breach = self._breach([root] + root.children(recursive=True))
             except psutil.NoSuchProcess:
                 return self._ended()
-            breach = self._breach(procs)
             if breach:
                 self.events.append(breach)
                 kill_tree(self.pid)
@@ -177,6 +186,11 @@ class Watchdog(threading.Thread):
             return {"event": "memory", "used_mb": peak, "limit_mb": self.memory_mb}
         return None
 
+    def _wall(self) -> dict | None:
+        if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
+            return {"event": "wall", "limit_s": self.wall_seconds}
+        return None
+
     def _breach(self, procs) -> dict | None:
         used = cpu = 0.0
         for p in procs:
@@ -189,12 +203,10 @@ class Watchdog(threading.Thread):
         used_mb = (used + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
         if self.memory_mb and used_mb > self.memory_mb:
             return {"event": "memory", "used_mb": round(used_mb), "limit_mb": self.memory_mb}
-        oom = self._oom()
-        if oom:
-            return oom
+        breach = self._oom() or self._wall()
+        if breach:
+            return breach
         now = time.monotonic()
-        if self.wall_seconds and now - self.started_at > self.wall_seconds:
-            return {"event": "wall", "limit_s": self.wall_seconds}
         self.samples.append((now, cpu))
         while self.samples and now - self.samples[0][0] > CPU_WINDOW:
             self.samples.pop(0)
@@ -297,9 +309,9 @@ class SandboxMixin(Configurable):
             log.close()
         self._watchdog = Watchdog(self.provisioner.pid, sandbox, self.events, self._group)
         self._watchdog.start()
-        self._wait_for_sockets()
+        await self._wait_for_sockets()
 
-    def _wait_for_sockets(self) -> None:
+    async def _wait_for_sockets(self) -> None:
         """Connect only once every socket exists: a client that never reconnects must not
         try before the kernel listens. Until then no notebook code has run, so the path to
         the sockets (through /proc/<pid>/root, into the sandbox) is still the grader's."""
@@ -307,8 +319,13 @@ class SandboxMixin(Configurable):
                  self.hb_port)
         inside = self.ip
         deadline = time.monotonic() + SOCKET_WAIT
+        root, namespace = None, 0
         while time.monotonic() < deadline:
-            root = "" if not self.use_bwrap else _sandboxed_root(self.provisioner.pid)
+            # The tree is walked until a process of the sandbox shows up, not on every look.
+            if not self.use_bwrap:
+                root = ""
+            elif not _still_sandboxed(root, namespace):
+                root, namespace = _sandboxed_root(self.provisioner.pid)
             if root is not None and all(_is_socket(f"{root}{inside}-{p}") for p in ports):
                 self.ip = f"{root}{inside}"
                 self._own_processes = _tree(self.provisioner.pid)
@@ -316,7 +333,7 @@ class SandboxMixin(Configurable):
             process = getattr(self.provisioner, "process", None)
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"the kernel exited while starting: {self.start_log()}")
-            time.sleep(0.02)
+            await asyncio.sleep(0.02)  # the test kernel's reset goes on meanwhile
         raise RuntimeError(f"the kernel made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
 
     def start_log(self, limit: int = 2000) -> str:
@@ -437,20 +454,34 @@ def _running(p: psutil.Process) -> bool:
         return False
 
 
-def _sandboxed_root(pid: int) -> str | None:
+def _sandboxed_root(pid: int) -> tuple[str | None, int]:
     """/proc/<pid>/root of a process of the kernel's tree that lives in the sandbox's
-    mount namespace (not bwrap itself), or None before there is one."""
+    mount namespace (not bwrap itself), and that namespace; None before there is one."""
     ours = os.stat("/proc/self/ns/mnt").st_ino
     try:
         children = psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
-        return None
+        return None, 0
     for child in children:
         try:
-            if os.stat(f"/proc/{child.pid}/ns/mnt").st_ino != ours:
-                return f"/proc/{child.pid}/root"
+            namespace = os.stat(f"/proc/{child.pid}/ns/mnt").st_ino
         except OSError:
             continue
+        if namespace != ours:
+            return f"/proc/{child.pid}/root", namespace
+    return None, 0
+
+
+def _still_sandboxed(root: str | None, namespace: int) -> str | None:
+    """``root`` (a /proc/<pid>/root that ``_sandboxed_root`` found) while its pid is still
+    a process of the same mount namespace (so of the same sandbox), else None."""
+    if not root:
+        return None
+    try:
+        if os.stat(f"{root[:-len('root')]}ns/mnt").st_ino == namespace:
+            return root
+    except OSError:
+        pass
     return None
 
 

@@ -5,7 +5,8 @@ applies the rlimits passed in ``COURSE_GRADE_LIMITS`` (JSON), drops root to
 ``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root), enters the second
 bubblewrap named by ``COURSE_GRADE_NEST`` when set (a user namespace that allows no other;
 this module then runs again inside it), fills the working folder from the read-only
-staging folder, then hands over to ipykernel. ``-I`` keeps the working folder off ``sys.path`` until
+staging folder, then hands over to ipykernel. It imports nothing but the standard
+library before ipykernel: it runs twice for every student's kernel. ``-I`` keeps the working folder off ``sys.path`` until
 then, so a submitted ``ipykernel.py`` cannot run before the limits. Anything this module
 cannot do is fatal: a kernel without its limits must not run.
 """
@@ -24,6 +25,16 @@ NEST_ENV = "COURSE_GRADE_NEST"
 # Outside the sandbox (course-grade --no-sandbox) the host names the two folders.
 DIRS_ENV = "COURSE_GRADE_DIRS"
 MB = 1024 * 1024
+# The sandbox's layout (``autograder.sandbox`` binds them): the kernel's working folder,
+# in its tmpfs, and the read-only folder the host filled for it.
+WORK_DIR = "/tmp/work"
+STAGING_DIR = "/staging"
+
+
+def nested_argv(bwrap: str) -> list[str]:
+    """The second, unprivileged bubblewrap: a user namespace that allows no other."""
+    return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
+            "--die-with-parent", "--"]
 
 
 def apply_limits(limits: dict) -> None:
@@ -67,16 +78,12 @@ def fill_work_dir(staging: str, work: str) -> None:
 
 
 def main() -> None:
-    from autograder.sandbox import STAGING_DIR, WORK_DIR
-
     apply_limits(json.loads(os.environ.pop(LIMITS_ENV, "{}")))
     uid = os.environ.pop(UID_ENV, "")
     if uid:
         drop_root(int(uid))
     nest = os.environ.pop(NEST_ENV, "")
     if nest:
-        from autograder.sandbox import nested_argv
-
         argv = nested_argv(nest) + [sys.executable, "-I", "-m", "autograder.kernel_entry",
                                     *sys.argv[1:]]
         os.execv(nest, argv)

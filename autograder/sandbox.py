@@ -44,12 +44,13 @@ from pathlib import Path
 from traitlets import Bool, Float, Integer, List, Unicode
 from traitlets.config import Configurable
 
+# The layout inside the sandbox is kernel_entry's, which runs there and imports nothing
+# but the standard library.
+from autograder.kernel_entry import STAGING_DIR, WORK_DIR, nested_argv  # noqa: F401
+
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Public packages the notebooks import; editable installs point outside the venv.
 PUBLIC_PACKAGES = ("gpucourse", "autograder")
-# Inside the sandbox.
-WORK_DIR = "/tmp/work"
-STAGING_DIR = "/staging"
 # Since Linux 5.14 RLIMIT_NPROC counts processes per user namespace (ucounts).
 MIN_KERNEL_USERNS = (5, 14)
 
@@ -104,12 +105,6 @@ def gpu_devices() -> list[str]:
 def _setpriv(uid: int) -> list[str]:
     setpriv = shutil.which("setpriv") or "setpriv"
     return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-
-
-def nested_argv(bwrap: str) -> list[str]:
-    """The second, unprivileged bubblewrap: a user namespace that allows no other."""
-    return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
-            "--die-with-parent", "--"]
 
 
 class Sandbox(Configurable):

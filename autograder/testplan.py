@@ -14,12 +14,14 @@ trusted; the student's copy is not, so nothing here ever reads it. From the sour
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 
 
-@dataclass
+@dataclass(frozen=True)
 class TestCell:
     grade_id: str
     code: str
@@ -27,7 +29,7 @@ class TestCell:
     position: int  # index among the source's code cells
 
 
-@dataclass
+@dataclass(frozen=True)
 class TestPlan:
     answer_names: list[str]
     tests: dict[str, TestCell]
@@ -41,8 +43,18 @@ class TestPlan:
         return [(p, code) for p, code in self.prelude if p < limit and p not in done]
 
 
+_READ: dict[bytes, TestPlan] = {}  # the source's bytes -> its plan (never changed after)
+
+
 def read(source_path) -> TestPlan:
-    return plan(nbformat.read(str(source_path), as_version=4))
+    """The plan of the source notebook at ``source_path``: parsed once per content in a
+    process, since a worker grades the same source for every submission."""
+    data = Path(source_path).read_bytes()
+    key = hashlib.sha256(data).digest()
+    if key not in _READ:
+        _READ.clear()
+        _READ[key] = plan(nbformat.reads(data.decode("utf-8"), as_version=4))
+    return _READ[key]
 
 
 def plan(source_nb) -> TestPlan:

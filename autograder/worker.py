@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import execute, fates, safefiles, testkernel
+from autograder import execute, fates, gradebooks, safefiles, testkernel
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import Sandbox, gpu_devices, unprivileged
@@ -130,6 +130,7 @@ def _prepared(course_files: CourseFiles) -> Path:
     key = course_files.key
     if key in _PREPARED:
         return _PREPARED[key]
+    gradebooks.share_engines()
     folder = Path(tempfile.mkdtemp(prefix="cg-course-", dir="/tmp"))
     folder.chmod(0o755)
     atexit.register(shutil.rmtree, folder, True)

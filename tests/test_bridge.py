@@ -155,3 +155,25 @@ def test_a_training_step_with_a_models_optimizer_trains_the_tests_own_model(stud
     assert model.weight is weight and torch.allclose(model.weight, twin.weight)
     momentum = opt.state_dict()["state"][0]["momentum_buffer"]
     assert torch.allclose(momentum, twin_opt.state_dict()["state"][0]["momentum_buffer"])
+
+
+def test_the_test_plan_is_read_once_per_source_and_again_when_the_source_changes(tmp_path):
+    import nbformat
+
+    from autograder import testplan
+
+    def source(*tests):
+        cells = [nbformat.v4.new_code_cell("answer = 1", metadata={"nbgrader": {
+            "solution": True, "grade": False, "grade_id": "a", "locked": False}})]
+        cells += [nbformat.v4.new_code_cell(f"assert answer == {i}", metadata={"nbgrader": {
+            "solution": False, "grade": True, "grade_id": t, "points": 1, "locked": True}})
+            for i, t in enumerate(tests)]
+        return nbformat.v4.new_notebook(cells=cells)
+
+    path = tmp_path / "source.ipynb"
+    nbformat.write(source("t1"), path)
+    first = testplan.read(path)
+    assert testplan.read(path) is first and list(first.tests) == ["t1"]
+    nbformat.write(source("t1", "t2"), path)
+    assert list(testplan.read(path).tests) == ["t1", "t2"]
+    assert first.answer_names == ["answer"]

@@ -73,3 +73,18 @@ def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
     assert str(BeautifulSoup(ours, features="html.parser")) == theirs
     if with_image:
         assert f'alt="{FeedbackExporter.NO_ALT}"' in ours
+
+
+def test_remembered_highlighting_is_nbconverts_for_each_source_language_and_magic():
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    from autograder.feedback import RememberedHighlight
+
+    ours, theirs = RememberedHighlight(pygments_lexer="ipython3"), Highlight2HTML(
+        pygments_lexer="ipython3")
+    cases = [("x = torch.ones(3)", None, None), ("x = torch.ones(3)", "python", None),
+             ("SELECT 1", None, {"magics_language": "sql"}), ("y = 2\n", None, None)]
+    for _ in range(2):  # the second time from the memo
+        for source, language, metadata in cases:
+            assert ours(source, language, metadata) == theirs(source, language, metadata)
+    assert ours("SELECT 1", None, {"magics_language": "sql"}) != ours("SELECT 1")

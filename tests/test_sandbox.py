@@ -141,7 +141,16 @@ except OSError as exc:
     assert word == "stopped" and int(errno) == 28 and int(written) < 41  # ENOSPC
 
 
-def test_memory_kept_in_tmpfs_counts_against_the_limit(kernel_with):
+@pytest.mark.parametrize("control_group", [True, False], ids=["control group", "watchdog alone"])
+def test_memory_kept_in_tmpfs_counts_against_the_limit(kernel_with, control_group, monkeypatch):
+    """In a control group the machine's kernel counts tmpfs pages (the watchdog then only
+    reports its OOM kill); without one, the watchdog adds the tmpfs folders itself."""
+    from autograder import cgroups
+
+    if control_group and cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    if not control_group:
+        monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
     run = kernel_with(memory_mb=700, shm_mb=400, disk_mb=400)
     run.until_killed("""
 held = b"x" * 300_000_000
@@ -155,6 +164,21 @@ time.sleep(10)
     assert not run.km.is_alive()
     assert [e["event"] for e in run.km.events] == ["memory"]
     assert run.km.events[0]["used_mb"] >= 700  # a control group stops it at the limit itself
+
+
+def test_the_kernels_entry_imports_nothing_but_the_standard_library():
+    """It runs before the limits and the second bubblewrap, twice per kernel: nothing of
+    the course's environment (traitlets...) loads there."""
+    import subprocess
+    import sys
+
+    code = ("import sys; before = set(sys.modules); import autograder.kernel_entry; "
+            "print(sorted(m.split('.')[0] for m in set(sys.modules) - before))")
+    loaded = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                            check=True, cwd="/").stdout
+    third_party = {m for m in eval(loaded) if m not in sys.stdlib_module_names
+                   and m not in ("autograder", "_distutils_hack")}
+    assert "autograder" in loaded and not third_party, third_party
 
 
 def test_the_arguments_say_what_is_writable_and_how_large():
