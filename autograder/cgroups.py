@@ -91,6 +91,14 @@ class KernelGroup:
             pass
         return 0
 
+    def tasks(self) -> int:
+        """How many processes and threads the group holds."""
+        try:
+            with open(self.memory / ("cgroup.threads" if self.v2 else "tasks"), "rb") as f:
+                return f.read().count(b"\n")
+        except OSError:
+            return 0
+
     def peak_mb(self) -> int:
         """The most memory the group held, in MB (0 where the kernel does not say)."""
         name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"

@@ -35,7 +35,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
-from autograder import protocol, testkernel, testplan
+from autograder import fates, protocol, testkernel, testplan
 from autograder.outputs import OutputBudget, content_size, error_output
 from autograder.kernel import SandboxedKernelManager
 from autograder.sandbox import Sandbox
@@ -185,12 +185,9 @@ class TwoKernelExecute(Execute):
             limit = Sandbox(config=self.config).memory_mb
             self.km.events.append({"event": "memory", "used_mb": limit, "limit_mb": limit})
         for event in reversed(getattr(self.km, "events", [])):
-            if event["event"] == "memory":
-                return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
-            if event["event"] == "wall":
-                return f"killed after {event['limit_s']} s of wall time"
-            if event["event"] == "cpu_share":
-                return f"killed for keeping {event['cpus']:g} CPUs busy"
+            reason = fates.kill_reason(event)
+            if reason:
+                return reason
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
         return f"the kernel exited (status {code})"

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 GRADED = "graded"
 TIMED_OUT = "timed out"
 KILLED_FOR_MEMORY = "killed for memory"
+# Its processes and threads reached Sandbox.max_processes: a fork bomb, or as good as one.
+TOO_MANY_PROCESSES = "too many processes"
 INVALID_NOTEBOOK = "invalid notebook"
 NO_NOTEBOOK = "no notebook"
 # The grader could not be sure (the test kernel could not finish, or an import was
@@ -20,8 +22,8 @@ NO_NOTEBOOK = "no notebook"
 NEEDS_REVIEW = "needs review"
 # The grader's own failure (not the student's): nbgrader could not grade it at all.
 ERROR = "error"
-FATES = (GRADED, TIMED_OUT, KILLED_FOR_MEMORY, INVALID_NOTEBOOK, NO_NOTEBOOK, NEEDS_REVIEW,
-         ERROR)
+FATES = (GRADED, TIMED_OUT, KILLED_FOR_MEMORY, TOO_MANY_PROCESSES, INVALID_NOTEBOOK,
+         NO_NOTEBOOK, NEEDS_REVIEW, ERROR)
 
 # bwrap exits 128 + the signal that ended the kernel.
 CPU_LIMIT_STATUSES = {128 + signal.SIGXCPU, 128 + signal.SIGKILL, -signal.SIGXCPU,
@@ -47,7 +49,7 @@ class Outcome:
 def decide(events: list[dict]) -> tuple[str, list[str]]:
     """The fate of a graded submission and the reasons, from what its run recorded."""
     details = []
-    memory = wall = cpu = review = False
+    memory = wall = cpu = review = processes = False
     timeouts = []
     for e in events:
         kind = e["event"]
@@ -57,6 +59,10 @@ def decide(events: list[dict]) -> tuple[str, list[str]]:
         elif kind == "memory":
             memory = True
             details.append(f"kernel killed for memory: {e['used_mb']} MB > {e['limit_mb']} MB")
+        elif kind == "processes":
+            processes = True
+            details.append(f"kernel killed at its process limit: {e['count']} processes "
+                           f"and threads (limit {e['limit']})")
         elif kind == "memory_error":
             memory = True
             details.append("ran out of memory (MemoryError under the address-space limit)")
@@ -83,9 +89,25 @@ def decide(events: list[dict]) -> tuple[str, list[str]]:
         return NEEDS_REVIEW, details
     if memory:
         return KILLED_FOR_MEMORY, details
+    if processes:
+        return TOO_MANY_PROCESSES, details
     if wall or timeouts or cpu:
         return TIMED_OUT, details
     return GRADED, details
+
+
+def kill_reason(event: dict) -> str | None:
+    """Why the watchdog killed a kernel, in words, for one of its events (else None)."""
+    kind = event["event"]
+    if kind == "memory":
+        return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
+    if kind == "processes":
+        return f"killed at its process limit ({event['limit']} processes and threads)"
+    if kind == "wall":
+        return f"killed after {event['limit_s']} s of wall time"
+    if kind == "cpu_share":
+        return f"killed for keeping {event['cpus']:g} CPUs busy"
+    return None
 
 
 def _status(reason: str) -> int | None:

@@ -126,6 +126,32 @@ def tmpfs_bytes(pids: list[int]) -> int:
     return 0
 
 
+def _threads(procs) -> int:
+    """Processes and threads (what RLIMIT_NPROC counts) of a process tree."""
+    count = 0
+    for p in procs:
+        try:
+            count += p.num_threads()
+        except psutil.NoSuchProcess:
+            pass
+    return count
+
+
+def _proportional(procs) -> int:
+    """Bytes a process tree holds, each page shared between its processes counted once
+    (the sum of their proportional set sizes)."""
+    total = 0
+    for p in procs:
+        try:
+            try:
+                total += p.memory_full_info().pss
+            except psutil.AccessDenied:  # then the count that can only overstate
+                total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 class Watchdog(threading.Thread):
     """Kills the kernel's process tree when it passes its memory, wall-time or CPU-share
     limit.
@@ -135,17 +161,30 @@ class Watchdog(threading.Thread):
     busy (many processes, each in a session of its own, which the scheduler would treat
     as so many users) would starve the other students' kernels into timeouts.
 
+    A kernel whose processes and threads reach ``Sandbox.max_processes`` is killed too: a
+    fork bomb stopped by RLIMIT_NPROC leaves that many copies of the kernel behind, and
+    what they go on to hold (how much memory each copy writes to) depends on the machine.
+    So the fate of a fork bomb is always "too many processes", never a race between the
+    copies and the memory limit. The last look, at shutdown, catches copies that outlived
+    their cell between two looks.
+
+    Without a control group, memory is the tree's resident memory, but pages that forked
+    processes share are counted once (proportional set size) before a breach is called:
+    resident sizes count them in every copy, and would kill a DataLoader's workers.
+
     In a control group (``autograder.cgroups``) the machine's own kernel holds memory
-    (tmpfs pages included) and CPU, so the watchdog only keeps the wall clock and reports
-    the group's OOM kills: it never walks the process tree, a scan of all of /proc that,
-    five times a second for each of a worker's two kernels, cost a tenth of a CPU second
-    per submission.
+    (tmpfs pages included) and CPU, so the watchdog only keeps the wall clock, counts the
+    group's tasks and reports its OOM kills: it never walks the process tree, a scan of
+    all of /proc that, five times a second for each of a worker's two kernels, cost a
+    tenth of a CPU second per submission.
     """
 
     def __init__(self, pid: int, sandbox, events: list, group=None):
         super().__init__(daemon=True, name=f"watchdog-{pid}")
         self.pid, self.events, self.group = pid, events, group
         self.memory_mb, self.wall_seconds = sandbox.memory_mb, sandbox.wall_seconds
+        self.max_processes = sandbox.max_processes
+        self.breached = False
         # A control group caps the CPU itself; without one, a breach of the share kills.
         self.max_cpus = 0 if group is not None else sandbox.max_cpus
         self.stopped = threading.Event()
@@ -163,15 +202,40 @@ class Watchdog(threading.Thread):
                 if root.status() == psutil.STATUS_ZOMBIE:
                     return self._ended()
                 if self.group is not None:
-                    breach = self._oom() or self._wall()
+                    breach = self._oom() or self._processes(self.group.tasks()) or self._wall()
                 else:
                     breach = self._breach([root] + root.children(recursive=True))
             except psutil.NoSuchProcess:
                 return self._ended()
             if breach:
+                self.breached = True
                 self.events.append(breach)
                 kill_tree(self.pid)
                 return
+
+    def last_look(self) -> None:
+        """Before the kernel's tree is killed at shutdown (the loop has stopped): record a
+        kernel that is at its process limit now."""
+        self.join(timeout=2 * WATCH_INTERVAL)
+        if self.breached or self.is_alive():
+            return
+        if self.group is not None:
+            count = self.group.tasks()
+        else:
+            try:
+                root = psutil.Process(self.pid)
+                count = _threads([root] + root.children(recursive=True))
+            except psutil.NoSuchProcess:
+                return
+        breach = self._processes(count)
+        if breach:
+            self.breached = True
+            self.events.append(breach)
+
+    def _processes(self, count: int) -> dict | None:
+        if self.max_processes and count >= self.max_processes:
+            return {"event": "processes", "count": count, "limit": self.max_processes}
+        return None
 
     def _ended(self) -> None:
         """The kernel ended on its own: say so if its control group's OOM killer did it."""
@@ -192,17 +256,24 @@ class Watchdog(threading.Thread):
         return None
 
     def _breach(self, procs) -> dict | None:
-        used = cpu = 0.0
+        breach = self._processes(_threads(procs))
+        if breach:
+            return breach
+        resident = cpu = 0.0
         for p in procs:
             try:
-                used += p.memory_info().rss
+                resident += p.memory_info().rss
                 t = p.cpu_times()
                 cpu += t.user + t.system + t.children_user + t.children_system
             except psutil.NoSuchProcess:
                 pass
-        used_mb = (used + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
+        used_mb = (resident + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
         if self.memory_mb and used_mb > self.memory_mb:
-            return {"event": "memory", "used_mb": round(used_mb), "limit_mb": self.memory_mb}
+            # Resident sizes count shared pages in every process: only a count that shares
+            # them out (a few ms a process, so only here) may call the breach.
+            used_mb += (_proportional(procs) - resident) / 1e6
+            if used_mb > self.memory_mb:
+                return {"event": "memory", "used_mb": round(used_mb), "limit_mb": self.memory_mb}
         breach = self._oom() or self._wall()
         if breach:
             return breach
@@ -419,8 +490,9 @@ class SandboxMixin(Configurable):
                 shutil.rmtree(folder, ignore_errors=True)
 
     def stop_watching(self) -> None:
-        if self._watchdog is not None:
+        if self._watchdog is not None and not self._watchdog.stopped.is_set():
             self._watchdog.stopped.set()
+            self._watchdog.last_look()
         if self.provisioner is not None and self.provisioner.pid:
             kill_tree(self.provisioner.pid)
 

@@ -144,7 +144,8 @@ class Sandbox(Configurable):
     ).tag(config=True)
     max_processes = Integer(
         256,
-        help="Processes and threads the kernel may have (RLIMIT_NPROC); stops fork bombs.",
+        help="Processes and threads the kernel may have (RLIMIT_NPROC; the sandbox's own "
+        "count too). A kernel that reaches it is killed: the fate 'too many processes'.",
     ).tag(config=True)
     max_output_mb = Integer(
         2, help="Output (MB) kept from one notebook's run, on every path (streams, "

@@ -25,7 +25,7 @@ import zmq
 import zmq.asyncio
 from nbformat.v4 import new_output, output_from_msg
 
-from autograder import protocol
+from autograder import fates, protocol
 from autograder.outputs import content_size
 from autograder.kernel import SandboxedKernelManager, kill_tree
 from autograder.sandbox import WORK_DIR
@@ -227,8 +227,7 @@ def _error_text(outputs) -> str:
 
 def _death(events: list) -> str:
     for event in reversed(events):
-        if event["event"] == "memory":
-            return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
-        if event["event"] == "wall":
-            return f"killed after {event['limit_s']} s"
+        reason = fates.kill_reason(event)
+        if reason:
+            return reason
     return "it exited"

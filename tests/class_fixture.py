@@ -101,8 +101,9 @@ def abuse_cases() -> list[Case]:
         _abuse("loops", "while True:\n    pass", "timed out"),
         _abuse("hogs-memory", "hog = []\nwhile True:\n    hog.append(b'x' * 50_000_000)",
                "killed for memory"),
-        # RLIMIT_NPROC stops the forks; the copies' memory then passes the limit.
-        _abuse("fork-bomb", "import os\nwhile True:\n    os.fork()", "killed for memory"),
+        # RLIMIT_NPROC stops the forks; the kernel, at its process limit, is killed.
+        _abuse("fork-bomb", "import os\nwhile True:\n    os.fork()", "too many processes",
+               "process limit"),
         # One message over Sandbox.max_message_mb cuts the kernel's output off for good.
         _abuse("prints-100mb", "print('x' * 100_000_000)", detail="could not be read"),
         # The course's files are simply not there, nor is the network: the cell fails.

@@ -166,6 +166,48 @@ time.sleep(10)
     assert run.km.events[0]["used_mb"] >= 700  # a control group stops it at the limit itself
 
 
+@pytest.mark.parametrize("control_group", [True, False], ids=["control group", "watchdog alone"])
+def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, monkeypatch):
+    """RLIMIT_NPROC stops the forks; the copies left behind would then grow into the memory
+    limit or not, depending on the machine. The kernel is killed at its process limit, so a
+    fork bomb's fate is the same everywhere."""
+    from autograder import cgroups
+
+    if control_group and cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    if not control_group:
+        monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
+    run = kernel_with(max_processes=48, memory_mb=4000)
+    run.until_killed("import os\nwhile True:\n    os.fork()")
+    assert not run.km.is_alive()
+    assert [e["event"] for e in run.km.events] == ["processes"], run.km.events
+    assert run.km.events[0]["count"] >= 48
+
+
+def test_pages_that_forked_workers_share_are_counted_once(kernel_with, monkeypatch):
+    """Without a control group the watchdog sums the tree's memory: what a DataLoader's
+    forked workers share with the kernel counts once, not in every worker."""
+    from autograder import cgroups
+
+    monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
+    run = kernel_with(memory_mb=900)
+    assert run("""
+import os, time
+held = bytearray(300_000_000)  # written: resident in the kernel, then shared by 3 forks
+workers = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    workers.append(pid)
+for pid in workers:
+    os.waitpid(pid, 0)
+print("workers done")
+""") == "workers done"
+    assert run.km.is_alive() and run.km.events == []
+
+
 def test_the_kernels_entry_imports_nothing_but_the_standard_library():
     """It runs before the limits and the second bubblewrap, twice per kernel: nothing of
     the course's environment (traitlets...) loads there."""
