@@ -52,6 +52,9 @@ def grading_config(course_root: Path) -> Config:
         "autograder.execute.TwoKernelExecute" if _is_named(p, "Execute") else p
         for p in preprocessors if not _is_named(p, "CheckCellMetadata")
     ]
+    # nbconvert validates the whole notebook after each of autograde's preprocessors (a
+    # tenth of a CPU second a submission); once, after the last, still refuses a bad one.
+    config.Exporter.optimistic_validation = True
     # Execute's limits (timeout etc.) are set on nbgrader's Execute; the subclass inherits.
     from autograder.feedback import configure_feedback
 

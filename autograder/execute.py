@@ -258,7 +258,9 @@ class StudentBridge:
         code = ("__import__('autograder.student_side', fromlist=['_']).serve("
                 f"get_ipython(), {prompt!r})")
         kc = ex.kc
-        msg_id = kc.execute(code, silent=False, store_history=False, allow_stdin=False,
+        # Silent: no execute_input echo, no execution count, no run-cell hooks; the reply
+        # (a display) and the idle status still come. About 95 asks a submission.
+        msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                             stop_on_error=False)
         started = time.monotonic()
         if not protocol.is_describe(prompt):

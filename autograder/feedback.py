@@ -28,8 +28,10 @@ from bs4 import BeautifulSoup
 from jinja2 import BytecodeCache
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.strings import clean_html
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import Preprocessor
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
 
@@ -161,14 +163,51 @@ class _CompiledTemplates(BytecodeCache):
         self.entries[bucket.key] = bucket.bytecode_to_string()
 
 
+class _Memo:
+    """Results of a pure function of strings, kept in this process: a class's pages share
+    most of their markup (the instructor's cells). Dropped whole at ``LIMIT`` entries."""
+
+    LIMIT = 4096
+
+    def __init__(self):
+        self.entries: dict = {}
+
+    def get(self, key, make):
+        if key not in self.entries:
+            if len(self.entries) >= self.LIMIT:
+                self.entries.clear()
+            self.entries[key] = make()
+        return self.entries[key]
+
+
+_CLEANED = _Memo()
+
+
+def remembered_clean_html(element):
+    """nbconvert's ``clean_html`` filter (bleach, fixed settings), remembered."""
+    if not isinstance(element, str):
+        return clean_html(element)
+    return _CLEANED.get(element, lambda: clean_html(element))
+
+
+class RememberedSanitizeHTML(SanitizeHTML):
+    """nbconvert's ``SanitizeHTML`` preprocessor, its bleach pass remembered: the key is
+    the markup and every setting the pass reads."""
+
+    def sanitize_html_tags(self, html_str):
+        key = (html_str, repr((self.tags, self.attributes, self.strip, self.strip_comments,
+                               self.styles)))
+        return _CLEANED.get(key, lambda: super(RememberedSanitizeHTML, self)
+                            .sanitize_html_tags(html_str))
+
+
 class RememberedHighlight(Highlight2HTML):
     """nbconvert's code highlighting, remembered in this process: most code cells of a
     class (the instructor's, the tests) are the same on every page, and pygments' lexer
     and formatter were a third of a page's time. The key is everything the result
-    depends on; the memo is dropped whole once it holds ``LIMIT`` cells."""
+    depends on."""
 
-    LIMIT = 4096
-    memo: dict = {}
+    memo = _Memo()
 
     def __call__(self, source, language=None, metadata=None):
         magics = metadata.get("magics_language") if metadata else None
@@ -177,19 +216,16 @@ class RememberedHighlight(Highlight2HTML):
             return super().__call__(source, language, metadata)  # the student's metadata
         key = (source, language or self.pygments_lexer, magics,
                repr(sorted(self.extra_formatter_options.items())))
-        if key not in self.memo:
-            if len(self.memo) >= self.LIMIT:
-                self.memo.clear()
-            self.memo[key] = super().__call__(source, language, metadata)
-        return self.memo[key]
+        return self.memo.get(key, lambda: super(RememberedHighlight, self).__call__(
+            source, language, metadata))
 
 
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter for feedback pages, made cheaper in two ways that leave
     the page as nbconvert would make it:
 
-    - compiled templates, and highlighted code (``RememberedHighlight``), are kept
-      between pages;
+    - compiled templates, highlighted code (``RememberedHighlight``) and cleaned markup
+      (``remembered_clean_html``) are kept between pages;
     - ``HTMLExporter.from_notebook_node`` parses every page it made with BeautifulSoup, to
       give images without alt text a default one and JupyterLab-template cells a tab
       stop: a quarter of a grading worker's own time. This classic-based page has no
@@ -215,6 +251,7 @@ class FeedbackExporter(HTMLExporter):
             notebook_metadata=self._nb_metadata, parent=self, resources=resources)
         self.register_filter("highlight_code", highlight_code)
         self.register_filter("filter_data_type", filter_data_type)
+        self.register_filter("clean_html", remembered_clean_html)
         html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         if "<img" not in html:
             return html, resources
@@ -227,12 +264,11 @@ class FeedbackExporter(HTMLExporter):
 def configure_feedback(config) -> None:
     """Make nbgrader's generate_feedback hide hidden tests and sanitize the page."""
     import nbgrader
-    from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.converters import GenerateFeedback
 
     defaults = list(GenerateFeedback.class_traits()["preprocessors"].default())
     config.GenerateFeedback.preprocessors = [HideHiddenTests, BoundedMarkup, SafeOutputMetadata,
-                                             SanitizeHTML, *defaults]
+                                             RememberedSanitizeHTML, *defaults]
     config.SanitizeHTML.enabled = True
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     config.GenerateFeedback.exporter_class = FeedbackExporter

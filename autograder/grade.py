@@ -95,6 +95,7 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     """
     course_root = Path(course_root).resolve()
     gradebooks.share_engines()
+    gradebooks.share_validators()
     check_ready(course_root, assignment, sandbox)
     files_of_course = course_files(course_root, assignment)
     submitted = inbox.submitted_students(course_root, assignment)

@@ -1,4 +1,5 @@
-"""One SQLAlchemy engine per gradebook URL in a grading process.
+"""One SQLAlchemy engine per gradebook URL, and one schema validator for nbgrader's cell
+metadata, in a grading process.
 
 nbgrader opens a new ``Gradebook`` for nearly every step (five for autograde's set-up,
 one per preprocessor, one for the feedback's grades), and each makes a new engine with
@@ -7,13 +8,27 @@ a tenth of a CPU second per submission in a worker and in the coordinator. Shari
 engine keeps what nbgrader does (its sessions, its commits, ``Gradebook.close``, which
 only empties the engine's pool of connections) and keeps the compiled SQL.
 
+A worker grades every job in the same folder, so its private gradebook has one URL and
+its compiled SQL is kept from one submission to the next; ``close_connections`` lets go
+of the file before the folder is emptied.
+
+nbgrader checks each graded cell's metadata with ``jsonschema.validate``, which first
+checks the schema itself against JSON Schema's metaschema, every call: about 0.2 CPU s a
+submission. ``share_validators`` makes one validator per schema and raises the same
+error (``best_match``) for a cell that does not fit.
+
 Nothing a student controls reaches this: the URLs are the course's and the workers'
-private gradebooks. nbgrader has no setting for its engine, so ``share_engines`` wraps
-``nbgrader.api.create_engine`` in this process; it is idempotent.
+private gradebooks, and the schemas are nbgrader's. nbgrader has no setting for its
+engine or its validator, so these wrap ``nbgrader.api.create_engine`` and the
+``jsonschema`` that ``nbgrader.nbgraderformat.common`` calls, in this process; both are
+idempotent.
 """
 from __future__ import annotations
 
+import functools
+import json
 import threading
+import types
 from collections import OrderedDict
 
 KEEP = 8  # engines kept (a process of the test suite grades many courses)
@@ -41,3 +56,34 @@ def share_engines() -> None:
 
     create_engine.shared = True
     api.create_engine = create_engine
+
+
+def close_connections(url: str) -> None:
+    """Close the pooled connections of a URL's shared engine (its compiled SQL stays)."""
+    with _LOCK:
+        for (engine_url, _), engine in _ENGINES.items():
+            if engine_url == url:
+                engine.dispose()
+
+
+def share_validators() -> None:
+    import jsonschema
+    import nbgrader.nbgraderformat.common as common
+
+    if isinstance(common.jsonschema, types.SimpleNamespace):
+        return
+
+    @functools.lru_cache(maxsize=8)
+    def validator(schema_text: str):
+        schema = json.loads(schema_text)
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)  # once, as jsonschema.validate does on every call
+        return cls(schema)
+
+    def validate(instance, schema) -> None:
+        error = jsonschema.exceptions.best_match(
+            validator(json.dumps(schema, sort_keys=True)).iter_errors(instance))
+        if error is not None:
+            raise error
+
+    common.jsonschema = types.SimpleNamespace(validate=validate, shared=True)

@@ -41,6 +41,7 @@ SLOTS_DIR = Path("/tmp/course-grade-slots")
 MAX_SLOTS = 512
 _SLOT: dict = {}
 _PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
+_SCRATCH: dict = {}  # "folder": this worker's folder for one job at a time
 
 
 def init_worker(course_files: CourseFiles | None = None) -> None:
@@ -59,14 +60,14 @@ def init_worker(course_files: CourseFiles | None = None) -> None:
 def grade_job(job: Job) -> Result:
     """Grade one submission; whatever happens, return its Result."""
     start = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
-    scratch.chmod(0o755)
+    scratch = _scratch()
     result = Result({})
     try:
         outcome = _grade(job, scratch, result)
     except Exception as exc:  # the grader's own bug must not stop the batch
         outcome = fates.Outcome(job.student, fates.ERROR, details=[f"{type(exc).__name__}: {exc}"])
     finally:
+        gradebooks.close_connections(_private_url(scratch / "course"))
         shutil.rmtree(scratch, ignore_errors=True)
     outcome.digest = job.digest
     outcome.details = list(job.notes) + outcome.details
@@ -75,6 +76,19 @@ def grade_job(job: Job) -> Result:
     stamp = job.files.get("timestamp.txt")
     result.timestamp = stamp.decode(errors="replace").strip() if stamp else None
     return result
+
+
+def _scratch() -> Path:
+    """An empty folder for one job: the same path for each job of this worker (so its
+    private gradebook's URL, and the SQL compiled for it, stay), a new one if the last
+    could not be emptied."""
+    folder = _SCRATCH.get("folder")
+    try:
+        folder.mkdir(mode=0o700)  # fails if anything is there, a link included
+    except (AttributeError, OSError):
+        folder = _SCRATCH["folder"] = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
+    folder.chmod(0o755)
+    return folder
 
 
 def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
@@ -131,6 +145,7 @@ def _prepared(course_files: CourseFiles) -> Path:
     if key in _PREPARED:
         return _PREPARED[key]
     gradebooks.share_engines()
+    gradebooks.share_validators()
     folder = Path(tempfile.mkdtemp(prefix="cg-course-", dir="/tmp"))
     folder.chmod(0o755)
     atexit.register(shutil.rmtree, folder, True)
@@ -173,8 +188,12 @@ def _stamp_gradebook(path: Path, schema: str | None) -> None:
 def _private(config, folder: Path):
     """A worker writes only its own gradebook, whatever the course's says (PostgreSQL...)."""
     config.CourseDirectory.root = str(folder)
-    config.CourseDirectory.db_url = f"sqlite:///{folder}/gradebook.db"
+    config.CourseDirectory.db_url = _private_url(folder)
     return config
+
+
+def _private_url(folder: Path) -> str:
+    return f"sqlite:///{folder}/gradebook.db"
 
 
 def _config(course: Path, job: Job, scratch: Path):

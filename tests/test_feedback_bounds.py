@@ -88,3 +88,25 @@ def test_remembered_highlighting_is_nbconverts_for_each_source_language_and_magi
         for source, language, metadata in cases:
             assert ours(source, language, metadata) == theirs(source, language, metadata)
     assert ours("SELECT 1", None, {"magics_language": "sql"}) != ours("SELECT 1")
+
+
+def test_remembered_sanitizing_is_nbconverts():
+    """The cleaned markup a page reuses is what nbconvert's bleach passes make of it, the
+    second time too, and the preprocessor's settings are part of the key."""
+    from nbconvert.filters.strings import clean_html
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+    from autograder.feedback import RememberedSanitizeHTML, remembered_clean_html
+
+    markup = ['<p onclick="steal()">hi <script>alert(1)</script><a href="javascript:x">a</a></p>',
+              "<b>bold</b> <img src=x onerror=alert(1)>", "plain text"]
+    ours, theirs = RememberedSanitizeHTML(), SanitizeHTML()
+    for _ in range(2):
+        for html in markup:
+            assert remembered_clean_html(html) == clean_html(html)
+            assert ours.sanitize_html_tags(html) == theirs.sanitize_html_tags(html)
+    cleaned = remembered_clean_html(markup[0])
+    assert "<script" not in cleaned and "javascript:" not in cleaned and "<p onclick" not in cleaned
+    stripping = RememberedSanitizeHTML(strip=True)
+    assert stripping.sanitize_html_tags(markup[0]) == SanitizeHTML(strip=True).sanitize_html_tags(
+        markup[0]) != ours.sanitize_html_tags(markup[0])

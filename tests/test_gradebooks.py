@@ -30,3 +30,50 @@ def test_gradebooks_of_one_url_share_an_engine_and_see_each_others_writes(tmp_pa
         assert again.find_assignment("a1").name == "a1"
     with Gradebook(f"sqlite:///{tmp_path}/other.db") as other:
         assert other.engine is not again.engine and not list(other.students)
+
+
+def test_a_gradebook_emptied_and_made_again_at_its_url_is_read_afresh(tmp_path, monkeypatch):
+    """A worker grades each job in the same folder: the engine outlives the file."""
+    import shutil
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    gradebooks.share_engines()
+    folder = tmp_path / "job"
+    url = f"sqlite:///{folder}/gradebook.db"
+    for student in ("ada", "bob"):
+        folder.mkdir()
+        with Gradebook(url) as gb:
+            gb.add_student(student)
+            assert [s.id for s in gb.students] == [student]
+        gradebooks.close_connections(url)
+        shutil.rmtree(folder)
+
+
+def test_cell_metadata_is_checked_as_jsonschema_checks_it(monkeypatch):
+    """One validator per schema (the schema itself is checked once, not per cell), the
+    same verdict and message as jsonschema.validate."""
+    import jsonschema
+    import pytest
+    from nbformat.v4 import new_code_cell
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    gradebooks.share_validators()
+    gradebooks.share_validators()  # idempotent
+    validator = MetadataValidator()
+    checks = []
+    kind = jsonschema.validators.validator_for(validator.schema)
+    check = kind.check_schema
+    monkeypatch.setattr(kind, "check_schema", classmethod(
+        lambda cls, schema, **kw: checks.append(1) or check(schema, **kw)))
+    good = {"schema_version": 3, "grade": True, "solution": False, "locked": True,
+            "task": False, "grade_id": "q1", "points": 2}
+    for _ in range(20):
+        validator.validate_cell(new_code_cell(metadata={"nbgrader": good}))
+    assert len(checks) <= 1
+    for bad in ({**good, "points": "many"}, {**good, "grade": "yes"},
+                {**good, "hidden": "extra key"}, {**good, "grade_id": "no spaces allowed"}):
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            validator.validate_cell(new_code_cell(metadata={"nbgrader": bad}))
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(bad, validator.schema)
+        assert ours.value.message == theirs.value.message
