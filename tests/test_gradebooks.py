@@ -77,3 +77,16 @@ def test_cell_metadata_is_checked_as_jsonschema_checks_it(monkeypatch):
         with pytest.raises(jsonschema.ValidationError) as theirs:
             jsonschema.validate(bad, validator.schema)
         assert ours.value.message == theirs.value.message
+
+
+def test_a_grading_process_leaves_out_the_iri_grammar_and_still_validates_notebooks():
+    """rfc3987_syntax (1.8 CPU s to import) is never loaded by a grading worker; nbformat
+    still refuses a notebook that breaks its schema."""
+    import subprocess
+
+    code = ("import sys, autograder.worker, nbformat; from nbformat.v4 import new_notebook; "
+            "nb = new_notebook(); nbformat.validate(nb); nb.cells.append({'cell_type': 'code'}); "
+            "bad = not nbformat.validator.isvalid(nb); "
+            "print(sys.modules.get('rfc3987_syntax') is None, bad)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["True", "True"], run.stderr[-2000:]
