@@ -157,7 +157,8 @@ class Session:
         times) is limited to ``cell_timeout``: past it the test kernel is at fault.
         """
         kc = self.kc
-        msg_id = kc.execute(code, silent=False, store_history=False,
+        # Trusted code's outputs are not kept: it runs silent (no input echo, no result).
+        msg_id = kc.execute(code, silent=not keep, store_history=False,
                             allow_stdin=bridge is not None, stop_on_error=False)
         outputs: list = []
         reply = None
