@@ -26,6 +26,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,7 +42,7 @@ SLOTS_DIR = Path("/tmp/course-grade-slots")
 MAX_SLOTS = 512
 _SLOT: dict = {}
 _PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
-_SCRATCH: dict = {}  # "folder": this worker's folder for one job at a time
+_SCRATCH: dict = {}  # thread ident -> that thread's folder for one job at a time
 
 
 def init_worker(course_files: CourseFiles | None = None) -> None:
@@ -79,14 +80,16 @@ def grade_job(job: Job) -> Result:
 
 
 def _scratch() -> Path:
-    """An empty folder for one job: the same path for each job of this worker (so its
-    private gradebook's URL, and the SQL compiled for it, stay), a new one if the last
-    could not be emptied."""
-    folder = _SCRATCH.get("folder")
+    """An empty folder for one job: the same path for each job of this worker thread (so
+    its private gradebook's URL, and the SQL compiled for it, stay), a new one if the last
+    could not be emptied. Per thread: a Dask worker with several threads runs several
+    jobs at once, and two submissions never share a folder."""
+    folder = _SCRATCH.get(threading.get_ident())
     try:
         folder.mkdir(mode=0o700)  # fails if anything is there, a link included
     except (AttributeError, OSError):
-        folder = _SCRATCH["folder"] = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
+        folder = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
+        _SCRATCH[threading.get_ident()] = folder
     folder.chmod(0o755)
     return folder
 

@@ -90,3 +90,30 @@ def test_a_grading_process_leaves_out_the_iri_grammar_and_still_validates_notebo
             "print(sys.modules.get('rfc3987_syntax') is None, bad)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["True", "True"], run.stderr[-2000:]
+
+
+def test_each_worker_thread_grades_in_a_folder_of_its_own_and_keeps_it():
+    """A worker's jobs reuse one folder (one gradebook URL); a Dask worker with several
+    threads runs jobs at once, and two jobs never share a folder."""
+    import shutil
+    import threading
+
+    from autograder import worker
+
+    first = worker._scratch()
+    try:
+        assert first.is_dir() and not any(first.iterdir())
+        shutil.rmtree(first)  # as grade_job does after a job
+        assert worker._scratch() == first
+        other = []
+        thread = threading.Thread(target=lambda: other.append(worker._scratch()))
+        thread.start()
+        thread.join()
+        assert other[0] != first and other[0].is_dir()
+        shutil.rmtree(other[0])
+        (first / "left-behind").write_text("not emptied")  # a job whose folder stayed
+        fresh = worker._scratch()
+        assert fresh != first and not any(fresh.iterdir())
+        shutil.rmtree(fresh)
+    finally:
+        shutil.rmtree(first, ignore_errors=True)
