@@ -1,5 +1,7 @@
-"""Grading processes share one SQLAlchemy engine per gradebook (autograder.gradebooks):
-nbgrader's Gradebook still reads and writes as before, nested and one after another."""
+"""What a grading process sets up once (autograder.gradebooks, worker folders, imports):
+one SQLAlchemy engine per gradebook, through which nbgrader's Gradebook still reads and
+writes as before; one schema validator for cell metadata, with jsonschema's verdicts;
+a job folder per worker thread; and no IRI grammar built at import."""
 from __future__ import annotations
 
 import os
