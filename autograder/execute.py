@@ -259,7 +259,7 @@ class StudentBridge:
                 f"get_ipython(), {prompt!r})")
         kc = ex.kc
         # Silent: no execute_input echo, no execution count, no run-cell hooks; the reply
-        # (a display) and the idle status still come. About 95 asks a submission.
+        # (a display) and the idle status still come. About 55 asks a submission.
         msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False,
                             stop_on_error=False)
         started = time.monotonic()

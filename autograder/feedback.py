@@ -165,19 +165,24 @@ class _CompiledTemplates(BytecodeCache):
 
 class _Memo:
     """Results of a pure function of strings, kept in this process: a class's pages share
-    most of their markup (the instructor's cells). Dropped whole at ``LIMIT`` entries."""
+    most of their markup (the instructor's cells). Dropped whole at ``LIMIT`` entries;
+    text over ``MAX_CHARS`` is never kept (a student's big outputs would hold gigabytes)."""
 
     LIMIT = 4096
+    MAX_CHARS = 20_000
 
     def __init__(self):
         self.entries: dict = {}
 
-    def get(self, key, make):
-        if key not in self.entries:
+    def get(self, key, make, chars: int):
+        if chars > self.MAX_CHARS:
+            return make()
+        value = self.entries.get(key)
+        if value is None:
             if len(self.entries) >= self.LIMIT:
                 self.entries.clear()
-            self.entries[key] = make()
-        return self.entries[key]
+            value = self.entries[key] = make()  # returned from here: another thread may clear
+        return value
 
 
 _CLEANED = _Memo()
@@ -187,7 +192,7 @@ def remembered_clean_html(element):
     """nbconvert's ``clean_html`` filter (bleach, fixed settings), remembered."""
     if not isinstance(element, str):
         return clean_html(element)
-    return _CLEANED.get(element, lambda: clean_html(element))
+    return _CLEANED.get(element, lambda: clean_html(element), len(element))
 
 
 class RememberedSanitizeHTML(SanitizeHTML):
@@ -198,7 +203,7 @@ class RememberedSanitizeHTML(SanitizeHTML):
         key = (html_str, repr((self.tags, self.attributes, self.strip, self.strip_comments,
                                self.styles)))
         return _CLEANED.get(key, lambda: super(RememberedSanitizeHTML, self)
-                            .sanitize_html_tags(html_str))
+                            .sanitize_html_tags(html_str), len(html_str))
 
 
 class RememberedHighlight(Highlight2HTML):
@@ -217,7 +222,7 @@ class RememberedHighlight(Highlight2HTML):
         key = (source, language or self.pygments_lexer, magics,
                repr(sorted(self.extra_formatter_options.items())))
         return self.memo.get(key, lambda: super(RememberedHighlight, self).__call__(
-            source, language, metadata))
+            source, language, metadata), len(source))
 
 
 class FeedbackExporter(HTMLExporter):

@@ -9,8 +9,8 @@ engine keeps what nbgrader does (its sessions, its commits, ``Gradebook.close``,
 only empties the engine's pool of connections) and keeps the compiled SQL.
 
 A worker grades every job in the same folder, so its private gradebook has one URL and
-its compiled SQL is kept from one submission to the next; ``close_connections`` lets go
-of the file before the folder is emptied.
+its compiled SQL is kept from one submission to the next; nbgrader's ``Gradebook.close``
+empties the engine's pool, so no connection outlives the file when the folder is emptied.
 
 nbgrader checks each graded cell's metadata with ``jsonschema.validate``, which first
 checks the schema itself against JSON Schema's metaschema, every call: about 0.2 CPU s a
@@ -57,13 +57,6 @@ def share_engines() -> None:
     create_engine.shared = True
     api.create_engine = create_engine
 
-
-def close_connections(url: str) -> None:
-    """Close the pooled connections of a URL's shared engine (its compiled SQL stays)."""
-    with _LOCK:
-        for (engine_url, _), engine in _ENGINES.items():
-            if engine_url == url:
-                engine.dispose()
 
 
 def share_validators() -> None:

@@ -256,17 +256,19 @@ class Watchdog(threading.Thread):
         return None
 
     def _breach(self, procs) -> dict | None:
-        breach = self._processes(_threads(procs))
-        if breach:
-            return breach
-        resident = cpu = 0.0
+        resident = cpu = threads = 0.0
         for p in procs:
             try:
-                resident += p.memory_info().rss
-                t = p.cpu_times()
+                with p.oneshot():
+                    threads += p.num_threads()
+                    resident += p.memory_info().rss
+                    t = p.cpu_times()
                 cpu += t.user + t.system + t.children_user + t.children_system
             except psutil.NoSuchProcess:
                 pass
+        breach = self._processes(int(threads))
+        if breach:
+            return breach
         used_mb = (resident + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
         if self.memory_mb and used_mb > self.memory_mb:
             # Resident sizes count shared pages in every process: only a count that shares

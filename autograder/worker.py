@@ -68,7 +68,6 @@ def grade_job(job: Job) -> Result:
     except Exception as exc:  # the grader's own bug must not stop the batch
         outcome = fates.Outcome(job.student, fates.ERROR, details=[f"{type(exc).__name__}: {exc}"])
     finally:
-        gradebooks.close_connections(_private_url(scratch / "course"))
         shutil.rmtree(scratch, ignore_errors=True)
     outcome.digest = job.digest
     outcome.details = list(job.notes) + outcome.details
@@ -191,12 +190,8 @@ def _stamp_gradebook(path: Path, schema: str | None) -> None:
 def _private(config, folder: Path):
     """A worker writes only its own gradebook, whatever the course's says (PostgreSQL...)."""
     config.CourseDirectory.root = str(folder)
-    config.CourseDirectory.db_url = _private_url(folder)
+    config.CourseDirectory.db_url = f"sqlite:///{folder}/gradebook.db"
     return config
-
-
-def _private_url(folder: Path) -> str:
-    return f"sqlite:///{folder}/gradebook.db"
 
 
 def _config(course: Path, job: Job, scratch: Path):

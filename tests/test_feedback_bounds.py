@@ -110,3 +110,14 @@ def test_remembered_sanitizing_is_nbconverts():
     stripping = RememberedSanitizeHTML(strip=True)
     assert stripping.sanitize_html_tags(markup[0]) == SanitizeHTML(strip=True).sanitize_html_tags(
         markup[0]) != ours.sanitize_html_tags(markup[0])
+
+
+def test_big_markup_is_cleaned_but_not_remembered():
+    """A student's big output is cleaned like any other and never held by the memo."""
+    from nbconvert.filters.strings import clean_html
+
+    from autograder.feedback import _CLEANED, remembered_clean_html
+
+    big = "<p onclick='x()'>" + "y" * (_CLEANED.MAX_CHARS + 1) + "</p>"
+    assert remembered_clean_html(big) == clean_html(big)
+    assert big not in _CLEANED.entries

@@ -42,12 +42,15 @@ def test_a_gradebook_emptied_and_made_again_at_its_url_is_read_afresh(tmp_path, 
     gradebooks.share_engines()
     folder = tmp_path / "job"
     url = f"sqlite:///{folder}/gradebook.db"
+    import sqlite3
+
     for student in ("ada", "bob"):
         folder.mkdir()
         with Gradebook(url) as gb:
             gb.add_student(student)
             assert [s.id for s in gb.students] == [student]
-        gradebooks.close_connections(url)
+        with sqlite3.connect(folder / "gradebook.db") as db:  # the file now at that path
+            assert db.execute("SELECT id FROM student").fetchall() == [(student,)]
         shutil.rmtree(folder)
 
 
