@@ -20,18 +20,45 @@ stays behind. Anything else is ``Unencodable``.
 
 ``ref`` (both ways) lets a caller replace chosen objects by references, so that a result
 which *is* one of a call's arguments comes back as that very object.
+
+What decoding promises the trusted side (the test kernel decodes what a student's kernel
+sent, so every rule here is about hostile data):
+
+- **Only complete data is decoded.** A tensor's or array's bytes are exactly its number
+  of elements times its item size; only a ``meta`` tensor (which has no numbers) comes
+  without bytes. Nothing is ever built with ``torch.empty`` on a device that has memory,
+  so no byte the decoding process allocated earlier (a hidden test's text, another
+  submission's data) can be handed back as if it were the student's.
+- **Nothing is chosen by name.** Dtypes, devices, layers, optimizers and their state
+  come from fixed tables of objects (``DTYPES``, ``DEVICE``, ``MODULES``,
+  ``OPTIMIZERS``); no ``getattr`` on a module with a name from the data, so decoding
+  never imports a module or runs a deprecation shim.
+- **Cost has a bound.** One ``Budget`` per reply bounds the elements of each tensor,
+  the bytes of all of them, the modules and tensors rebuilt, and the CPU seconds spent;
+  a reply past any of them is refused with ``TooCostly``, which says which.
+- **A test's own objects change only where it passed a model or an optimizer**
+  (``update_in_place``), and then only in the values of the members they already have:
+  the same names, shapes and dtypes; never a new member, never another kind.
 """
 from __future__ import annotations
 
 import base64
 import io
 import math
+import re
 import sys
+import time
 
 MAX_ELEMENTS = 1 << 22  # per tensor or array: 4 Mi numbers, 16 MB of float32
 MAX_DEPTH = 20
 MAX_ITEMS = 100_000  # per list, tuple or dict
 MAX_BYTES = 64 * 1024 * 1024  # per bytes or BytesIO
+# What one reply may cost the decoding process (see Budget).
+MAX_REPLY_BYTES = 128 * 1024 * 1024  # tensors, arrays and bytes, in all
+MAX_MODULES = 1_000  # modules rebuilt
+MAX_TENSORS = 10_000  # tensors and arrays rebuilt
+MAX_CPU_SECONDS = 10.0  # CPU time spent decoding
+MAX_DIMS = 16
 
 
 # Every kind this module writes; a dict with any other "$" is a caller's reference.
@@ -43,6 +70,32 @@ OPTIMIZERS = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")
 
 class Unencodable(ValueError):
     """The value has no plain-data form (a student class, a generator, a huge tensor)."""
+
+
+class TooCostly(ValueError):
+    """Decoding this data would cost more than one reply may (``Budget``)."""
+
+
+class Budget:
+    """What one reply may still cost: checked as each piece is decoded, before it is
+    built, so a reply past a bound costs only the work up to it."""
+
+    def __init__(self):
+        self.bytes, self.modules, self.tensors = MAX_REPLY_BYTES, MAX_MODULES, MAX_TENSORS
+        self.deadline = time.process_time() + MAX_CPU_SECONDS
+
+    def spend(self, *, nbytes: int = 0, modules: int = 0, tensors: int = 0) -> None:
+        self.bytes -= nbytes
+        self.modules -= modules
+        self.tensors -= tensors
+        if self.bytes < 0:
+            raise TooCostly(f"more than {MAX_REPLY_BYTES // 2**20} MB of numbers in one answer")
+        if self.modules < 0:
+            raise TooCostly(f"more than {MAX_MODULES} modules in one answer")
+        if self.tensors < 0:
+            raise TooCostly(f"more than {MAX_TENSORS} tensors in one answer")
+        if time.process_time() > self.deadline:
+            raise TooCostly(f"more than {MAX_CPU_SECONDS:g} s of the grader's CPU to read one answer")
 
 
 def encode(value, ref=None, _depth=0):
@@ -111,53 +164,95 @@ def encode(value, ref=None, _depth=0):
     raise Unencodable(f"a {kind.__module__}.{kind.__qualname__} has no plain-data form")
 
 
-def decode(data, ref=None):
+def decode(data, ref=None, budget: Budget | None = None):
     """The value that ``data`` describes; ``ref(data)`` resolves the references that
-    ``encode``'s ``ref`` made (any dict whose "$" is not a kind of this module)."""
+    ``encode``'s ``ref`` made (any dict whose "$" is not a kind of this module).
+    ``budget``: what the whole reply may still cost (a new one when not given)."""
+    return _decode(data, ref, budget or Budget(), 0)
+
+
+def _decode(data, ref, budget: Budget, depth: int):
     if data is None or type(data) in (bool, int, float, str):
         return data
+    if depth > MAX_DEPTH * 2:
+        raise ValueError("nested too deeply")
     if type(data) is list:
-        return [decode(v, ref) for v in data]
+        budget.spend()
+        return [_decode(v, ref, budget, depth + 1) for v in data]
     if type(data) is not dict:
         raise ValueError(f"not plain data: {type(data).__name__}")
     tag = data.get("$")
     if tag == "int":
-        return int(data["v"])
+        return int(_text(data["v"], 400))
     if tag == "float":
-        return float(data["v"])
+        return float(_text(data["v"], 40))
     if tag == "complex":
-        return complex(decode(data["re"]), decode(data["im"]))
+        return complex(_number(_decode(data["re"], None, budget, depth + 1)),
+                       _number(_decode(data["im"], None, budget, depth + 1)))
     if tag == "bytes":
-        return _unb64(data["v"])
+        return _unb64(data["v"], budget)
     if tag == "bytesio":
-        buffer = io.BytesIO(_unb64(data["v"]))
-        buffer.seek(int(data.get("pos", 0)))
+        buffer = io.BytesIO(_unb64(data["v"], budget))
+        buffer.seek(max(0, min(int(data.get("pos", 0)), len(buffer.getvalue()))))
         return buffer
     if tag == "tuple":
-        return tuple(decode(v, ref) for v in data["v"])
+        return tuple(_decode(v, ref, budget, depth + 1) for v in _list(data["v"]))
     if tag == "dict":
-        return {_hashable(decode(k, ref)): decode(v, ref) for k, v in data["v"]}
+        return {_hashable(_decode(k, ref, budget, depth + 1)): _decode(v, ref, budget, depth + 1)
+                for k, v in _pairs(data["v"])}
     if tag == "slice":
-        return slice(*(decode(v) for v in data["v"]))
+        return slice(*(_decode(v, None, budget, depth + 1) for v in _list(data["v"])[:3]))
     if tag == "size":
         import torch
-        return torch.Size([int(v) for v in data["v"]])
+        return torch.Size([_dim(v) for v in _list(data["v"])[:MAX_DIMS]])
     if tag == "dtype":
         return _dtype(data["v"])
     if tag == "device":
-        import torch
-        return torch.device(str(data["v"]))
+        return _device(data["v"])
     if tag == "tensor":
-        return _decode_tensor(data)
+        return _decode_tensor(data, budget)
     if tag == "ndarray":
-        return _decode_ndarray(data)
+        return _decode_ndarray(data, budget)
     if tag == "npscalar":
-        return _decode_ndarray(data["v"])[()]
+        return _decode_ndarray(data["v"], budget)[()]
     if tag == "module":
-        return _decode_module(data, 0)
+        return _decode_module(data, 0, budget)
     if ref is not None and tag not in KINDS:
         return ref(data)
-    raise ValueError(f"unknown plain-data tag {tag!r}")
+    raise ValueError(f"unknown plain-data tag {str(tag)[:40]!r}")
+
+
+def _text(value, limit: int) -> str:
+    if type(value) is not str or len(value) > limit:
+        raise ValueError("not a number's text")
+    return value
+
+
+def _number(value):
+    if type(value) not in (int, float):
+        raise ValueError("not a number")
+    return value
+
+
+def _list(value) -> list:
+    if type(value) is not list:
+        raise ValueError("not a list")
+    return value
+
+
+def _pairs(value) -> list:
+    pairs = _list(value)
+    if not all(type(p) is list and len(p) == 2 for p in pairs):
+        raise ValueError("not a list of pairs")
+    return pairs
+
+
+def _dim(value) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"not a tensor dimension: {str(value)[:20]}")
+    if value > MAX_ELEMENTS:
+        raise TooCostly(f"a tensor of more than {MAX_ELEMENTS} numbers")
+    return value
 
 
 def _float(x: float):
@@ -185,7 +280,10 @@ def _tensor(t, torch):
     if n > MAX_ELEMENTS:
         raise Unencodable(f"a tensor of {n} numbers is more than {MAX_ELEMENTS}")
     device = str(t.device)
-    data = {"$": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "device": device,
+    dtype = str(t.dtype).removeprefix("torch.")
+    if dtype not in DTYPE_NAMES:
+        raise Unencodable(f"a {dtype} tensor has no plain-data form")
+    data = {"$": "tensor", "dtype": dtype, "device": device,
             "shape": list(t.shape), "requires_grad": requires_grad}
     if t.device.type == "meta":
         return data  # a meta tensor has a shape and a dtype, but no numbers
@@ -197,24 +295,40 @@ def _tensor(t, torch):
     return data
 
 
-def _decode_tensor(data):
+def _decode_tensor(data, budget: Budget | None = None):
+    """A tensor built from its exact bytes (or, on meta, from its shape alone)."""
     import torch
-    dtype = _dtype(data["dtype"])
-    shape = [int(s) for s in data["shape"]]
-    device = str(data["device"])
-    if "bytes" not in data:  # a meta tensor: a shape and a dtype, no numbers
-        t = torch.empty(shape, dtype=dtype, device=device)
+
+    budget = budget or Budget()
+    budget.spend(tensors=1)
+    dtype = _dtype(data.get("dtype"))
+    shape = _shape(data.get("shape"))
+    device = _device(data.get("device"))
+    n = math.prod(shape)
+    if device.type == "meta":
+        if "bytes" in data:
+            raise ValueError("a meta tensor has no numbers")
+        t = torch.empty(shape, dtype=dtype, device=device)  # meta: no memory, nothing to read
     else:
-        raw = bytearray(_unb64(data["bytes"]))
-        if not raw:
-            t = torch.empty(shape, dtype=dtype)
-        else:
-            t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape).clone()
-        if device != "cpu":
+        if "bytes" not in data:
+            raise ValueError("a tensor came without its numbers (only a meta tensor may)")
+        size = n * dtype.itemsize
+        budget.spend(nbytes=size)
+        raw = bytearray(_unb64(data["bytes"], budget, exact=size))
+        t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape).clone() if n \
+            else torch.zeros(shape, dtype=dtype)
+        if device.type != "cpu":
             t = t.to(device)
-    if data.get("requires_grad") and (t.is_floating_point() or t.is_complex()):
+    if data.get("requires_grad") is True and (t.is_floating_point() or t.is_complex()):
         t.requires_grad_(True)
     return t
+
+
+def _shape(value) -> list[int]:
+    shape = [_dim(s) for s in _list(value)]
+    if len(shape) > MAX_DIMS or math.prod(shape) > MAX_ELEMENTS:
+        raise TooCostly(f"a tensor of more than {MAX_ELEMENTS} numbers or {MAX_DIMS} dimensions")
+    return shape
 
 
 def _ndarray(a, np):
@@ -228,21 +342,52 @@ def _ndarray(a, np):
                                       .tobytes()).decode()}
 
 
-def _decode_ndarray(data):
+def _decode_ndarray(data, budget: Budget | None = None):
     import numpy as np
-    dtype = np.dtype(str(data["dtype"]))
-    if dtype.kind not in "biufc":
-        raise ValueError(f"not a numeric dtype: {dtype}")
-    raw = _unb64(data["bytes"])
-    return np.frombuffer(raw, dtype=dtype).reshape([int(s) for s in data["shape"]]).copy()
+
+    budget = budget or Budget()
+    budget.spend(tensors=1)
+    if type(data) is not dict:
+        raise ValueError("not an array")
+    dtype = NUMPY_DTYPES.get(data.get("dtype"))
+    if dtype is None:
+        raise ValueError(f"not a numeric dtype: {str(data.get('dtype'))[:20]!r}")
+    dtype = np.dtype(dtype)
+    shape = _shape(data.get("shape"))
+    size = math.prod(shape) * dtype.itemsize
+    budget.spend(nbytes=size)
+    raw = _unb64(data.get("bytes"), budget, exact=size)
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+# The dtypes a tensor may cross in, as torch names them (``str(dtype)`` without
+# "torch."); looked up by name in this table only, never with getattr on torch.
+DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+               "uint8", "int8", "int16", "int32", "int64", "bool")
+_DTYPES: dict = {}
+# NumPy dtypes, as ``_ndarray`` writes them (little-endian ``dtype.str``).
+NUMPY_DTYPES = {s: s for s in ("|b1", "|u1", "|i1", "<u2", "<i2", "<u4", "<i4", "<u8", "<i8",
+                               "<f2", "<f4", "<f8", "<c8", "<c16")}
+DEVICE = re.compile(r"(cpu|meta|cuda)(:[0-9]{1,2})?")
 
 
 def _dtype(name):
-    import torch
-    dtype = getattr(torch, str(name), None)
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"not a torch dtype: {name!r}")
+    if not _DTYPES:
+        import torch
+
+        _DTYPES.update({n: getattr(torch, n) for n in DTYPE_NAMES})  # our names, not the data's
+    dtype = _DTYPES.get(name) if type(name) is str else None
+    if dtype is None:
+        raise ValueError(f"not a dtype the grader reads: {str(name)[:40]!r}")
     return dtype
+
+
+def _device(name):
+    import torch
+
+    if type(name) is not str or not DEVICE.fullmatch(name) or (":" in name and name.startswith(("cpu", "meta"))):
+        raise ValueError(f"not a device the grader reads: {str(name)[:40]!r}")
+    return torch.device(name)
 
 
 def _b64(raw: bytes) -> str:
@@ -251,10 +396,18 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def _unb64(text) -> bytes:
-    raw = base64.b64decode(str(text), validate=True)
-    if len(raw) > MAX_BYTES:
-        raise ValueError(f"{len(raw)} bytes is more than {MAX_BYTES}")
+def _unb64(text, budget: Budget | None = None, exact: int | None = None) -> bytes:
+    """The bytes ``text`` holds in base64, refused unless exactly ``exact`` of them (when
+    given): checked on the text's length before anything is decoded."""
+    if type(text) is not str or len(text) > (MAX_BYTES * 4) // 3 + 4:
+        raise ValueError("not base64 text within the size limit")
+    if exact is not None and len(text) != 4 * math.ceil(exact / 3):
+        raise ValueError(f"a tensor's bytes must be exactly {exact}: the data is incomplete")
+    raw = base64.b64decode(text, validate=True)
+    if exact is not None and len(raw) != exact:
+        raise ValueError(f"a tensor's bytes must be exactly {exact}: the data is incomplete")
+    if exact is None and budget is not None:
+        budget.spend(nbytes=len(raw))
     return raw
 
 
@@ -331,116 +484,163 @@ def _foreign_module_class():
     return ForeignModule
 
 
-def _decode_module(data, depth: int):
+_CLASSES: dict = {}
+
+
+def _classes() -> dict:
+    """The fixed tables as objects: each standard layer and optimizer by its name in
+    ``MODULES`` and ``OPTIMIZERS`` (names of ours, never of the data)."""
+    if not _CLASSES:
+        import torch
+
+        _CLASSES.update({("module", n): getattr(torch.nn, n) for n in MODULES})
+        _CLASSES.update({("optimizer", n): getattr(torch.optim, n) for n in OPTIMIZERS})
+    return _CLASSES
+
+
+def _module_class(kind):
+    """The standard layer named ``kind``, else None."""
+    return _classes().get(("module", kind)) if type(kind) is str else None
+
+
+def _decode_module(data, depth: int, budget: Budget | None = None):
     import torch
 
+    budget = budget or Budget()
     if depth > MAX_DEPTH:
         raise ValueError("modules nested too deeply")
+    budget.spend(modules=1)
     kind = data.get("type")
     if kind is not None:
-        if kind not in MODULES:
-            raise ValueError(f"not a standard module: {kind!r}")
-        init = decode(data.get("init") or {"$": "dict", "v": []})
+        cls = _module_class(kind)
+        if cls is None:
+            raise ValueError(f"not a standard module: {str(kind)[:40]!r}")
+        init = _decode(data.get("init") or {"$": "dict", "v": []}, None, budget, 0)
         if type(init) is not dict or not all(type(k) is str for k in init):
             raise ValueError("a module's arguments must be named")
         if kind in _ON_META:
             init["device"] = "meta"
-        m = getattr(torch.nn, kind)(**init)
+        m = cls(**init)
     else:
         m = _foreign_module_class()(str(data.get("class", "a module"))[:200])
-    _load_state(m, data, depth, torch)
+    _load_state(m, data, depth, torch, budget)
     return m
 
 
-def _load_state(m, data, depth: int, torch) -> None:
-    """Give module ``m`` the parameters, buffers, children and mode that ``data`` holds."""
-    for name, p in data.get("params", []):
+def _load_state(m, data, depth: int, torch, budget: Budget) -> None:
+    """Give a module this process just built the parameters, buffers, children and mode
+    that ``data`` holds (a new object: no test holds it yet)."""
+    for name, p in _pairs(data.get("params", [])):
         name = _member_name(name)
         if p is None:
             m._parameters[name] = None
             continue
-        tensor = _decode_tensor(p["t"])
-        grad = None if p.get("grad") is None else _decode_tensor(p["grad"])
-        param = m._parameters.get(name)
-        try:
-            # The same Parameter object (an optimizer of the test's may hold it), new data.
-            with torch.no_grad():
-                param.data = tensor.detach()
-            param.requires_grad_(tensor.requires_grad)
-        except (AttributeError, RuntimeError):  # none yet, or now on another device
-            param = torch.nn.Parameter(tensor.detach(), requires_grad=tensor.requires_grad)
-            m._parameters[name] = param
-        param.grad = grad
-    for name, b in data.get("buffers", []):
-        m._buffers[_member_name(name)] = None if b is None else _decode_tensor(b)
-    for name, child in data.get("children", []):
-        name = _member_name(name)
-        existing = m._modules.get(name)
-        if existing is not None and _same_kind(existing, child):
-            _load_state(existing, child, depth + 1, torch)
-        else:
-            m._modules[name] = _decode_module(child, depth + 1)
+        tensor = _decode_tensor(p["t"], budget)
+        param = torch.nn.Parameter(tensor.detach(), requires_grad=tensor.requires_grad)
+        param.grad = None if p.get("grad") is None else _decode_tensor(p["grad"], budget)
+        m._parameters[name] = param
+    for name, b in _pairs(data.get("buffers", [])):
+        m._buffers[_member_name(name)] = None if b is None else _decode_tensor(b, budget)
+    for name, child in _pairs(data.get("children", [])):
+        m._modules[_member_name(name)] = _decode_module(child, depth + 1, budget)
     torch.nn.Module.train(m, bool(data.get("training", True)))
 
 
-def _same_kind(module, data) -> bool:
-    return type(module).__name__ == (data.get("type") or "ForeignModule")
-
-
 def _member_name(name) -> str:
-    name = str(name)
-    if not name or "." in name or len(name) > 200:
-        raise ValueError(f"not a member name: {name[:40]!r}")
+    if type(name) is not str or not name or "." in name or len(name) > 200:
+        raise ValueError(f"not a member name: {str(name)[:40]!r}")
     return name
 
 
 # -- writing a call's effects back --------------------------------------------------------
-def update_in_place(target, data) -> None:
-    """Make ``target`` (an argument the test passed) what ``data`` says it became.
-
-    A student function that changed its argument in place (a tensor filled, a model
-    trained a step, a buffer written) changed the copy in its own kernel; this gives the
-    test's own object the same change.
-    """
+def in_place(value) -> bool:
+    """Whether a test's argument takes the changes a student's function made to it: a
+    model (trained, loaded) or an optimizer (its state after a step). Every other
+    argument crosses by value: the test's own object never changes."""
     torch = _torch()
-    if torch is not None and isinstance(target, torch.nn.Module):
+    return torch is not None and isinstance(value, (torch.nn.Module, torch.optim.Optimizer))
+
+
+def update_in_place(target, data, budget: Budget | None = None) -> None:
+    """Make ``target``, a model or an optimizer a test passed, what ``data`` says it
+    became. Only the values of members it already has may change: the same names, shapes
+    and dtypes (a parameter's device may change, as ``load_state_dict(assign=True)``
+    would); a new member, a missing one or another kind is refused, and ``target`` is
+    left as it was."""
+    import torch
+
+    budget = budget or Budget()
+    if isinstance(target, torch.nn.Module):
         if type(data) is not dict or data.get("$") != "module":
-            raise ValueError("the module came back as something else")
-        _load_state(target, data, 0, torch)
+            raise ValueError("the model came back as something else")
+        changes: list = []
+        _plan_update(target, data, "", changes, budget, torch)
+        for apply in changes:
+            apply()
         return
-    if torch is not None and isinstance(target, torch.optim.Optimizer):
+    if isinstance(target, torch.optim.Optimizer):
         if type(data) is not dict or data.get("$") != "optimizer":
             raise ValueError("the optimizer came back as something else")
-        _load_optimizer_state(target, data)  # its parameters are the models' own
+        _load_optimizer_state(target, data, budget)  # its parameters are the models' own
         return
-    new = decode(data)
-    if torch is not None and isinstance(target, torch.Tensor):
-        if not isinstance(new, torch.Tensor):
-            raise ValueError("the tensor came back as something else")
-        with torch.no_grad():
-            if (new.shape, new.dtype, new.device) == (target.shape, target.dtype, target.device):
-                target.copy_(new)
-            else:
-                target.data = new
-    elif isinstance(target, list) and type(new) is list:
-        target[:] = new
-    elif isinstance(target, dict) and type(new) is dict:
-        target.clear()
-        target.update(new)
-    elif isinstance(target, bytearray) and type(new) is bytes:
-        target[:] = new
-    elif isinstance(target, io.BytesIO) and isinstance(new, io.BytesIO):
-        target.seek(0)
-        target.truncate()
-        target.write(new.getvalue())
-        target.seek(new.tell())
-    else:
-        np = _numpy()
-        if np is not None and isinstance(target, np.ndarray) and isinstance(new, np.ndarray) \
-                and new.shape == target.shape and new.dtype == target.dtype:
-            np.copyto(target, new)
-        else:
-            raise ValueError(f"cannot update a {type(target).__name__} in place")
+    raise ValueError(f"a {type(target).__name__} crosses by value, not in place")
+
+
+def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> None:
+    """Check ``data`` against module ``m`` and list the changes to make; nothing is
+    changed until all of the model has been checked."""
+    budget.spend(modules=1)
+    kind = data.get("type")
+    standard = _module_class(type(m).__name__) is type(m)
+    if (kind is None and standard) or (kind is not None and (not standard or kind != type(m).__name__)):
+        raise ValueError(f"the model's {where or 'top'} module came back as another kind")
+    params = {_member_name(n): p for n, p in _pairs(data.get("params", []))}
+    buffers = {_member_name(n): b for n, b in _pairs(data.get("buffers", []))}
+    children = {_member_name(n): c for n, c in _pairs(data.get("children", []))}
+    own_children = {n: c for n, c in m._modules.items() if c is not None}
+    for kind, sent, own in (("parameters", params, m._parameters), ("buffers", buffers, m._buffers),
+                            ("modules", children, own_children)):
+        if set(sent) != set(own):
+            added, gone = sorted(set(sent) - set(own)), sorted(set(own) - set(sent))
+            raise ValueError(f"the model's {kind} changed{' at ' + where if where else ''}: "
+                             f"added {added[:3]}, removed {gone[:3]}")
+    for name, p in params.items():
+        param = m._parameters[name]
+        if (p is None) != (param is None):
+            raise ValueError(f"the model's parameter {where}{name} was added or removed")
+        if p is None:
+            continue
+        tensor = _same_form(_decode_tensor(p["t"], budget), param, where + name)
+        grad = None if p.get("grad") is None else _same_form(
+            _decode_tensor(p["grad"], budget), param, where + name + ".grad")
+        changes.append(lambda param=param, tensor=tensor, grad=grad, m=m, name=name:
+                       _set_parameter(m, name, param, tensor, grad, torch))
+    for name, b in buffers.items():
+        buffer = m._buffers[name]
+        if (b is None) != (buffer is None):
+            raise ValueError(f"the model's buffer {where}{name} was added or removed")
+        if b is not None:
+            tensor = _same_form(_decode_tensor(b, budget), buffer, where + name)
+            changes.append(lambda m=m, name=name, tensor=tensor: m._buffers.__setitem__(name, tensor))
+    for name, child in children.items():
+        _plan_update(own_children[name], child, f"{where}{name}.", changes, budget, torch)
+    training = bool(data.get("training", True))
+    changes.append(lambda: torch.nn.Module.train(m, training) and None)
+
+
+def _same_form(tensor, like, what: str):
+    if tuple(tensor.shape) != tuple(like.shape) or tensor.dtype != like.dtype:
+        raise ValueError(f"the model's {what} came back as {tuple(tensor.shape)} {tensor.dtype}, "
+                         f"not {tuple(like.shape)} {like.dtype}")
+    return tensor
+
+
+def _set_parameter(m, name: str, param, tensor, grad, torch) -> None:
+    # The same Parameter object (an optimizer of the test's holds it), new data.
+    with torch.no_grad():
+        param.data = tensor.detach()
+    param.requires_grad_(tensor.requires_grad)
+    param.grad = grad
 
 
 def mutable(value) -> bool:
@@ -478,15 +678,16 @@ def decode_values(datas: list) -> list:
     """The values ``encode_values`` describes: models first, then the optimizers over them."""
     if type(datas) is not list:
         raise ValueError("a call's values must be a list")
+    budget = Budget()
     values: list = [None] * len(datas)
     later = []
     for place, data in enumerate(datas):
         if type(data) is dict and data.get("$") == "optimizer":
             later.append(place)
         else:
-            values[place] = decode(data)
+            values[place] = decode(data, budget=budget)
     for place in later:
-        values[place] = _decode_optimizer(datas[place], values)
+        values[place] = _decode_optimizer(datas[place], values, budget)
     return values
 
 
@@ -508,52 +709,88 @@ def _optimizer(opt, params: dict, torch):
             "defaults": encode(dict(opt.defaults))}
 
 
-def _decode_optimizer(data, values: list):
+# What each optimizer keeps per parameter (torch.optim's own names): the only state that
+# may cross, each a tensor of the parameter's shape, or a one-number step count.
+OPTIMIZER_STATE = {
+    "SGD": {"momentum_buffer"},
+    "Adam": {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    "AdamW": {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    "RMSprop": {"step", "square_avg", "momentum_buffer", "grad_avg"},
+    "Adagrad": {"step", "sum"},
+}
+
+
+def _optimizer_class(kind):
+    cls = _classes().get(("optimizer", kind)) if type(kind) is str else None
+    if cls is None:
+        raise ValueError(f"not an optimizer the grader rebuilds: {str(kind)[:40]!r}")
+    return cls
+
+
+def _decode_optimizer(data, values: list, budget: Budget | None = None):
     import torch
 
-    kind = data.get("type")
-    if kind not in OPTIMIZERS:
-        raise ValueError(f"not an optimizer the grader rebuilds: {kind!r}")
+    budget = budget or Budget()
+    cls = _optimizer_class(data.get("type"))
     groups = []
-    for group in data.get("groups", []):
+    for group in _list(data.get("groups", [])):
         params = []
-        for place, name in group["params"]:
-            model = values[int(place)]
+        for ref in _list(group["params"]):
+            place, name = _list(ref)
+            model = values[int(place)] if type(place) is int and 0 <= place < len(values) else None
             if not isinstance(model, torch.nn.Module):
                 raise ValueError("an optimizer's parameters must belong to a model in the call")
-            params.append(model.get_parameter(str(name)))
-        settings = decode(group["settings"])
+            params.append(model.get_parameter(_text(name, 1000)))
+        settings = decode(group["settings"], budget=budget)
         if type(settings) is not dict or not all(type(k) is str for k in settings):
             raise ValueError("an optimizer's settings must be named")
         groups.append({**settings, "params": params})
-    opt = getattr(torch.optim, kind)(groups, **_constructor_defaults(kind, data.get("defaults")))
-    _load_optimizer_state(opt, data)
+    opt = cls(groups, **_constructor_defaults(cls, data.get("defaults"), budget))
+    _load_optimizer_state(opt, data, budget)
     return opt
 
 
-def _constructor_defaults(kind: str, data) -> dict:
+def _constructor_defaults(cls, data, budget: Budget) -> dict:
     """The optimizer's own defaults (``optimizer.defaults``, what it was constructed with),
     as keyword arguments its constructor takes; each group also carries its settings."""
     import inspect
 
-    import torch
-
     if data is None:
         return {}
-    defaults = decode(data)
+    defaults = decode(data, budget=budget)
     if type(defaults) is not dict:
         raise ValueError("an optimizer's defaults must be a mapping")
-    accepted = inspect.signature(getattr(torch.optim, kind)).parameters
+    accepted = inspect.signature(cls).parameters
     return {k: v for k, v in defaults.items() if type(k) is str and k in accepted and k != "params"}
 
 
-def _load_optimizer_state(opt, data) -> None:
+def _load_optimizer_state(opt, data, budget: Budget | None = None) -> None:
+    """Give ``opt`` the per-parameter state ``data`` holds, checked against its own
+    parameters: known names only, each tensor of its parameter's shape and dtype (or a
+    one-number step). Its groups and settings stay its own."""
     import torch
 
+    budget = budget or Budget()
+    kind = type(opt).__name__
+    params = [p for group in opt.param_groups for p in group["params"]]
     described = torch.optim.Optimizer.state_dict(opt)["param_groups"]
-    state = decode(data.get("state", {"$": "dict", "v": []}))
+    state = decode(data.get("state", {"$": "dict", "v": []}), budget=budget)
     if type(state) is not dict:
         raise ValueError("an optimizer's state must be a mapping")
+    allowed = OPTIMIZER_STATE.get(kind, set())
+    for index, entry in state.items():
+        if type(index) is not int or not 0 <= index < len(params) or type(entry) is not dict:
+            raise ValueError("an optimizer's state must be per parameter of its own")
+        for key, value in entry.items():
+            if key not in allowed:
+                raise ValueError(f"{kind} keeps no state named {str(key)[:40]!r}")
+            if value is None or type(value) in (int, float):
+                continue
+            if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+                raise ValueError(f"{kind}'s {key} must be a floating-point tensor")
+            if tuple(value.shape) not in ((), tuple(params[index].shape)):
+                raise ValueError(f"{kind}'s {key} has the shape {tuple(value.shape)}, "
+                                 f"not its parameter's {tuple(params[index].shape)}")
     opt.load_state_dict({"state": state, "param_groups": described})
 
 

@@ -12,7 +12,6 @@ built, with its own, unpatched operations.
 """
 from __future__ import annotations
 
-import builtins
 import os
 import random
 import shutil
@@ -84,21 +83,41 @@ class StudentFunction:
                 why = f"its result cannot be checked ({protocol.message_text(why)})"
             raise StudentAnswerError(protocol.message_text(why))
 
+        budget = plaindata.Budget()  # one reply, one bound on what reading it may cost
+        after_args = _after_states(reply.get("args"), len(args))
+        after_kwargs = {key: after for key, after in _pairs(reply.get("kwargs"))
+                        if type(key) is str and key in kwargs}
+
         def resolve(data):
+            # A result that *is* an argument: a model or an optimizer is the test's own
+            # object (changed in place below); any other argument crossed by value, so
+            # the result is what it became, built afresh.
             if data.get("$") == "arg" and type(data.get("i")) is int and 0 <= data["i"] < len(args):
-                return args[data["i"]]
-            if data.get("$") == "kwarg" and data.get("k") in kwargs:
-                return kwargs[data["k"]]
-            raise ValueError("an unknown reference")
+                original, after = args[data["i"]], after_args[data["i"]]
+            elif data.get("$") == "kwarg" and data.get("k") in kwargs:
+                original, after = kwargs[data["k"]], after_kwargs.get(data["k"])
+            else:
+                raise ValueError("an unknown reference")
+            if plaindata.in_place(original):
+                return original
+            if after is None:
+                raise ValueError("a reference to an argument whose state did not come back")
+            return plaindata.decode(after, budget=budget)
 
         try:
-            result = plaindata.decode(reply["ok"], ref=resolve)
-            for arg, after in zip(args, reply.get("args") or []):
-                if after is not None and plaindata.mutable(arg):
-                    plaindata.update_in_place(arg, after)
-            for key, after in reply.get("kwargs") or []:
-                if after is not None and key in kwargs and plaindata.mutable(kwargs[key]):
-                    plaindata.update_in_place(kwargs[key], after)
+            result = plaindata.decode(reply["ok"], ref=resolve, budget=budget)
+            # Only models and optimizers take the call's changes; every other argument
+            # crossed by value, and the test's own object stays as the test made it.
+            for arg, after in zip(args, after_args):
+                if after is not None and plaindata.in_place(arg):
+                    plaindata.update_in_place(arg, after, budget)
+            for key, after in after_kwargs.items():
+                if after is not None and plaindata.in_place(kwargs[key]):
+                    plaindata.update_in_place(kwargs[key], after, budget)
+        except plaindata.TooCostly as exc:
+            raise StudentAnswerError(
+                f"{self.name}(...) sent back an answer too costly to check: "
+                f"{protocol.message_text(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
             raise StudentAnswerError(
                 f"{self.name}(...) sent back something that is not plain data "
@@ -106,14 +125,34 @@ class StudentFunction:
         return result
 
 
+def _after_states(states, count: int) -> list:
+    """The arguments' states after a call, one per argument (None where none came)."""
+    states = states if type(states) is list else []
+    return (states + [None] * count)[:count]
+
+
+def _pairs(items) -> list:
+    return [item for item in items if type(item) is list and len(item) == 2] \
+        if type(items) is list else []
+
+
+# Exceptions a student's function may raise that keep their own class here: the built-in
+# ones a test could mean to expect, by name in this fixed table.
+BUILTIN_EXCEPTIONS = {cls.__name__: cls for cls in (
+    ArithmeticError, AssertionError, AttributeError, EOFError, FileNotFoundError,
+    FloatingPointError, ImportError, IndexError, KeyError, LookupError, MemoryError,
+    ModuleNotFoundError, NameError, NotImplementedError, OSError, OverflowError,
+    RecursionError, RuntimeError, TimeoutError, TypeError, UnboundLocalError,
+    UnicodeError, ValueError, ZeroDivisionError)}
 _EXCEPTIONS: dict[str, type] = {}
 
 
 def _exception_class(name: str) -> type:
-    """The exception the student's function raised, as a class of this process."""
-    builtin = getattr(builtins, name, None)
-    if isinstance(builtin, type) and issubclass(builtin, Exception):
-        return builtin
+    """The exception the student's function raised, as a class of this process: a
+    built-in one from the fixed table, any other a new class of that name (never one
+    that could stop the kernel or the test: SystemExit, KeyboardInterrupt...)."""
+    if name in BUILTIN_EXCEPTIONS:
+        return BUILTIN_EXCEPTIONS[name]
     if not name.isidentifier() or len(name) > 60:
         name = "StudentException"
     if name not in _EXCEPTIONS:
@@ -132,6 +171,7 @@ def bind(namespace: dict, names: list[str]) -> None:
         namespace["_cg_unavailable"] = why
         return
     given = {}
+    budget = plaindata.Budget()  # one reply: all its answers share one bound
     for item in answers:
         if type(item) is list and len(item) == 2 and item[0] in names:
             given[item[0]] = item[1]
@@ -145,7 +185,9 @@ def bind(namespace: dict, names: list[str]) -> None:
             namespace[name] = Unreadable(name, protocol.message_text(data.get("why", "")))
         else:
             try:
-                namespace[name] = plaindata.decode(data)
+                namespace[name] = plaindata.decode(data, budget=budget)
+            except plaindata.TooCostly as exc:
+                namespace[name] = Unreadable(name, "too costly to check: " + protocol.message_text(exc))
             except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
                 namespace[name] = Unreadable(name, protocol.message_text(exc))
 

@@ -69,17 +69,54 @@ def test_a_call_runs_in_the_students_namespace_and_returns_plain_data(student):
     assert size_mb(shape=(10,), dtype=torch.int8) == pytest.approx(1e-5)
 
 
-def test_in_place_changes_and_identity_come_back(student):
+def test_arguments_cross_by_value_and_models_take_their_changes(student):
+    """A tensor the function fills comes back as its result, but the test's own tensor
+    stays as the test made it; a model is the test's own object, changed in place."""
     exec("def fill(t):\n    t.fill_(7)\n    return t\n"
          "def same(model):\n    return model.to('cpu')\n"
          "def fresh(t):\n    return t.clone()", student)
     tests = bound(["fill", "same", "fresh"])
     x = torch.zeros(3)
-    assert tests["fill"](x) is x and x.tolist() == [7.0, 7.0, 7.0]
+    filled = tests["fill"](x)
+    assert filled is not x and filled.tolist() == [7.0, 7.0, 7.0] and x.tolist() == [0.0] * 3
     model = torch.nn.Linear(2, 2)
     assert tests["same"](model) is model
     y = torch.ones(2)
     assert tests["fresh"](y) is not y
+
+
+def test_a_function_cannot_write_the_tests_expected_values(student):
+    """A constant answer that rewrites the dict the test passed (to make the test's
+    expected value its own) changes only its own copy."""
+    exec("def steady_state(stages, workers, overlap):\n"
+         "    stages.clear()\n    stages.update(load=1.0, copy=1.0, compute=1.0)\n"
+         "    return 3.0, 'load'", student)
+    stages = {"load": 5.0, "copy": 2.0, "compute": 8.0}
+    assert bound(["steady_state"])["steady_state"](stages, 1, False) == (3.0, "load")
+    assert stages == {"load": 5.0, "copy": 2.0, "compute": 8.0}
+
+
+def test_a_model_that_comes_back_with_new_members_fails_and_stays_as_it_was(student):
+    """The hidden-test leak of issue 17: a reply that gives the test's model an extra
+    buffer (without its bytes) is refused; nothing of the test kernel's memory can come
+    back on the next call."""
+    exec("import torch\n"
+         "def train_step(model):\n"
+         "    model.register_buffer('leak', torch.empty(4096, dtype=torch.uint8, device='meta'))\n"
+         "    return 0.0", student)
+    model = torch.nn.Linear(2, 2)
+    with pytest.raises(test_side.StudentAnswerError, match="buffers changed"):
+        bound(["train_step"])["train_step"](model)
+    assert not list(model.buffers())
+
+
+def test_an_exception_named_like_one_that_stops_a_kernel_is_an_ordinary_one(student):
+    exec("class KeyboardInterrupt(Exception):\n    pass\n"
+         "def stop(x):\n    raise KeyboardInterrupt('stop the tests')", student)
+    with pytest.raises(Exception) as info:
+        bound(["stop"])["stop"](1)
+    assert type(info.value).__name__ == "KeyboardInterrupt"
+    assert isinstance(info.value, Exception) and type(info.value).__module__ == "your_notebook"
 
 
 def test_the_students_exceptions_keep_their_type_and_message(student):
@@ -119,9 +156,12 @@ def test_a_forged_reply_is_only_a_failed_answer(monkeypatch, reply):
     assert "value" not in tests or isinstance(tests["value"], test_side.Unreadable)
     f = test_side.StudentFunction("f")
     x = torch.zeros(1)
-    with pytest.raises(Exception) as info:
-        f(x)
-    assert isinstance(info.value, (test_side.StudentAnswerError, RuntimeError))
+    try:
+        got = f(x)
+    except Exception as error:  # noqa: BLE001 - an ordinary failure of the student's answer
+        assert isinstance(error, (test_side.StudentAnswerError, RuntimeError))
+    else:  # only an argument's state was forged: the arguments crossed by value
+        assert got == 1
     assert x.tolist() == [0.0]
 
 

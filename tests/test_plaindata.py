@@ -186,20 +186,17 @@ def test_references_stand_for_chosen_objects():
     assert plaindata.decode(data, ref=lambda d: x)[0] is x
 
 
-@pytest.mark.parametrize("before, after", [
-    (torch.zeros(3), torch.arange(3.0)),
-    (torch.zeros(3), torch.arange(3, dtype=torch.int64)),  # dtype changed: the data follows
-    ([1, 2], [3]), ({"a": 1}, {"b": 2}), (np.zeros(2), np.ones(2)),
+@pytest.mark.parametrize("target, after", [
+    (torch.zeros(3), torch.arange(3.0)), ([1, 2], [3]), ({"a": 1}, {"b": 2}),
+    (np.zeros(2), np.ones(2)), (bytearray(b"ab"), b"cd"),
 ])
-def test_changes_made_in_place_reach_the_tests_own_object(before, after):
-    target = before
-    plaindata.update_in_place(target, json.loads(json.dumps(plaindata.encode(after))))
-    if isinstance(after, torch.Tensor):
-        assert torch.equal(target, after) and target.dtype == after.dtype
-    elif isinstance(after, np.ndarray):
-        assert np.array_equal(target, after)
-    else:
-        assert target == after
+def test_only_models_and_optimizers_take_changes_in_place(target, after):
+    """Every other argument crosses by value: the test's own object never changes, so no
+    expected value a test computes from it afterwards can be the student's."""
+    before = repr(target)
+    with pytest.raises(ValueError, match="by value"):
+        plaindata.update_in_place(target, json.loads(json.dumps(plaindata.encode(after))))
+    assert repr(target) == before and not plaindata.in_place(target)
 
 
 def test_a_model_trained_elsewhere_updates_the_tests_model_in_place():
@@ -210,3 +207,128 @@ def test_a_model_trained_elsewhere_updates_the_tests_model_in_place():
         trained.weight.fill_(7.0)
     plaindata.update_in_place(model, json.loads(json.dumps(plaindata.encode(trained))))
     assert model.weight is weight and torch.all(model.weight == 7.0)
+
+
+# -- issue 17: what decoding may never do ---------------------------------------------------
+def tensor_data(**changes):
+    data = plaindata.encode(torch.arange(6, dtype=torch.float32))
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("data", [
+    tensor_data(shape=[1 << 20]),                    # bytes for 6 numbers, a shape of a million
+    {k: v for k, v in tensor_data().items() if k != "bytes"},  # no bytes on the CPU
+    tensor_data(bytes=tensor_data()["bytes"] + "AAAA"),          # more bytes than numbers
+    tensor_data(device="meta"),                      # a meta tensor with numbers
+    tensor_data(dtype="uint8", shape=[6]),           # 24 bytes for 6 uint8 numbers
+], ids=["short", "none", "long", "meta-with-bytes", "dtype-mismatch"])
+def test_only_complete_tensors_are_decoded(data):
+    """A tensor's bytes are exactly numel x itemsize: the decoder never builds memory it
+    did not fill (torch.empty would hand back whatever the process held there before)."""
+    with pytest.raises(ValueError):
+        plaindata.decode(json.loads(json.dumps(data)))
+
+
+def test_a_shape_past_the_bounds_is_refused_before_anything_is_built():
+    huge = {"$": "tensor", "dtype": "float32", "device": "meta", "shape": [560_000_000]}
+    with pytest.raises(plaindata.TooCostly):
+        plaindata.decode(huge)
+    with pytest.raises(plaindata.TooCostly):
+        plaindata.decode({**huge, "shape": [1] * 40})
+    ok = plaindata.decode({**huge, "shape": [1000, 1000]})
+    assert ok.device.type == "meta" and ok.shape == (1000, 1000)
+
+
+def test_no_name_in_the_data_is_looked_up_on_a_module_or_imports_one():
+    """Dtypes, devices, layers and optimizers come from fixed tables: torch's lazy
+    submodules (_dynamo, _inductor, onnx) and deprecation shims are never reached."""
+    code = """
+import json, sys, warnings
+warnings.simplefilter("error")
+import torch
+from autograder import plaindata
+names = ["has_cuda", "_dynamo", "_inductor", "onnx", "nn", "Tensor", "__class__", "float32 "]
+for name in names:
+    for data in [{"$": "dtype", "v": name}, {"$": "tensor", "dtype": name, "device": "meta", "shape": [1]},
+                 {"$": "module", "type": name}, {"$": "device", "v": name}]:
+        try:
+            plaindata.decode(data)
+        except ValueError:
+            pass
+        else:
+            raise SystemExit(f"decoded {data}")
+try:
+    plaindata.decode_values([{"$": "optimizer", "type": "_dynamo", "groups": []}])
+except ValueError:
+    pass
+loaded = [m for m in ("torch._dynamo", "torch._inductor", "torch.onnx") if m in sys.modules]
+print(json.dumps(loaded))
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_reply_of_too_many_modules_is_refused_early():
+    """27,000 layers under every other limit once kept a test kernel busy for minutes: a
+    reply rebuilds at most MAX_MODULES modules, then is refused, whatever else it holds."""
+    conv = plaindata.encode(torch.nn.Conv2d(1, 1, 1))
+    data = {"$": "module", "class": "torch.nn.modules.container.Sequential", "type": "Sequential",
+            "training": True, "init": {"$": "dict", "v": []}, "params": [], "buffers": [],
+            "children": [[str(i), conv] for i in range(plaindata.MAX_MODULES + 5)]}
+    with pytest.raises(plaindata.TooCostly, match="modules"):
+        plaindata.decode(json.loads(json.dumps(data)))
+
+
+def test_one_budget_bounds_a_whole_reply():
+    budget = plaindata.Budget()
+    budget.bytes = 100
+    small = plaindata.encode(torch.zeros(10))  # 40 bytes each
+    plaindata.decode(small, budget=budget)
+    plaindata.decode(small, budget=budget)
+    with pytest.raises(plaindata.TooCostly):
+        plaindata.decode(small, budget=budget)
+
+
+def trained(model, change):
+    data = json.loads(json.dumps(plaindata.encode(model)))
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["buffers"].append(["leak", {"$": "tensor", "dtype": "uint8", "device": "meta",
+                                             "shape": [64]}]), "buffers changed"),
+    (lambda d: d["params"].pop(), "parameters changed"),
+    (lambda d: d["params"][0][1]["t"].update(plaindata.encode(torch.zeros(2, 2))), "came back as"),
+    (lambda d: d["params"][0][1]["t"].update(plaindata.encode(torch.zeros(3, 2, dtype=torch.float64))),
+     "came back as"),
+    (lambda d: d.update(type="Conv1d"), "another kind"),
+], ids=["new-buffer", "removed-parameter", "new-shape", "new-dtype", "new-kind"])
+def test_a_model_may_change_only_the_values_of_the_members_it_has(change, words):
+    model = torch.nn.Linear(2, 3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    data = trained(torch.nn.Linear(2, 3), change)
+    with pytest.raises(ValueError, match=words):
+        plaindata.update_in_place(model, data)
+    assert set(model.state_dict()) == set(before)  # nothing added, nothing half-written
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    assert not list(model.buffers())
+
+
+@pytest.mark.parametrize("state, words", [
+    ({0: {"momentum_buffer": torch.zeros(3, 2), "stolen": torch.zeros(3)}}, "no state named"),
+    ({0: {"momentum_buffer": torch.zeros(100)}}, "shape"),
+    ({7: {"momentum_buffer": torch.zeros(3, 2)}}, "per parameter"),
+], ids=["unknown-name", "wrong-shape", "unknown-parameter"])
+def test_an_optimizer_takes_only_its_own_kind_of_state(state, words):
+    model = torch.nn.Linear(2, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    data = {"$": "optimizer", "type": "SGD", "groups": [], "state": plaindata.encode(state)}
+    with pytest.raises(ValueError, match=words):
+        plaindata.update_in_place(optimizer, json.loads(json.dumps(data)))
+    assert not optimizer.state
