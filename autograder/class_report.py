@@ -1,16 +1,22 @@
 """The class report: how the whole class did on one assignment, for the instructor.
 
 One HTML page beside report.json, that opens from the disk without a server: per-question
-pass rates, the score histogram, the mistakes most often hinted (counted from the hint
-messages in the autograded test cells), and the fates. Plots are made with matplotlib and
-embedded as PNG; every text that came from a student's notebook is escaped.
+pass rates, the score histogram, the mistakes most often hinted, and the fates. Plots are
+made with matplotlib and embedded as PNG; every text that came from a student's notebook
+is escaped.
+
+The mistakes table quotes the tests, never a student: a failed test's message counts for
+a hint only where it ends with words of that test cell's own source, or of the checks
+every test calls (``hints_of``). A student's words in a message (an exception's text, a
+string answer) are never filed as a hint: at most they repeat the test's own words, for
+the test cell they failed, once.
 """
 from __future__ import annotations
 
+import ast
 import base64
 import html
 import io
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -19,11 +25,8 @@ import nbformat
 from autograder.config import grading_config
 from autograder.fates import FATES
 
-# A check's failure reads "<what> = <the answer>: <hint>"; the hint is what the class
-# has in common. Other failures (a name not defined, points withheld, a crash) say what
-# went wrong with one notebook, not a misconception, and are the fates' and feedback's.
-HINTED = re.compile(r"^[^=\n]{0,200}= [^:\n]{0,200}: (?P<hint>.+)$", re.S)
 SHOWN_MISTAKES = 20
+MIN_HINT_CHARS = 12  # shorter string literals ("cpu", "MB") are not hints
 
 
 def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
@@ -76,6 +79,7 @@ def pass_rates(course_root: Path, assignment: str) -> dict[str, tuple[float, int
 
 def hinted_mistakes(course_root: Path, assignment: str, students: list[str]) -> Counter:
     """(test cell, hint) -> how many students' test cells failed with it."""
+    hints = hints_of(course_root / "source" / assignment)
     counts: Counter = Counter()
     for student in students:
         folder = course_root / "autograded" / student / assignment
@@ -89,19 +93,61 @@ def hinted_mistakes(course_root: Path, assignment: str, students: list[str]) -> 
                 meta = cell.get("metadata", {}).get("nbgrader", {})
                 if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                     continue
+                grade_id = meta.get("grade_id", "?")
+                own = hints.get(grade_id, set()) | hints.get("", set())
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
-                        hint = _hint(str(out.get("evalue", "")))
-                        key = (meta.get("grade_id", "?"), hint)
+                        hint = _hint(str(out.get("evalue", "")), own)
+                        key = (grade_id, hint)
                         if hint and key not in seen:
                             seen.add(key)
                             counts[key] += 1
     return counts
 
 
-def _hint(message: str) -> str | None:
-    match = HINTED.match(message.strip())
-    return " ".join(match.group("hint").split())[:160] if match else None
+def hints_of(source_folder: Path) -> dict[str, set[str]]:
+    """The words each test cell of the source notebooks can end a message with: its string
+    literals (the end of an f-string after its last value), by grade id; "" holds those of
+    the cells every test calls (the checks and other locked cells)."""
+    hints: dict[str, set[str]] = {}
+    for path in sorted(source_folder.glob("*.ipynb")):
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 - the instructor's; an unreadable one has no hints
+            continue
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.cell_type != "code" or meta.get("solution"):
+                continue
+            key = meta.get("grade_id", "") if meta.get("grade") else ""
+            hints.setdefault(key, set()).update(_literals(cell.source))
+    return hints
+
+
+def _literals(code: str) -> set[str]:
+    try:
+        tree = ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith("%")))
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[-1], ast.Constant):
+            text = str(node.values[-1].value)
+        else:
+            continue
+        text = " ".join(text.split())
+        if len(text) >= MIN_HINT_CHARS:
+            found.add(text)
+    return found
+
+
+def _hint(message: str, hints: set[str]) -> str | None:
+    """The longest of ``hints`` that ``message`` ends with, shortened for the table."""
+    text = " ".join(message.split())
+    ends = [h for h in hints if text.endswith(h)]
+    return max(ends, key=len)[:160] if ends else None
 
 
 def _histogram(scores: list[float], max_score: float):
