@@ -54,13 +54,19 @@ SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
 SOCKETS_IN_SANDBOX = "/tmp/.kernel/ipc"  # the kernel's sockets: <this>-<port>, in its tmpfs
 TMPFS_MOUNTS = ("tmp", "dev/shm")
 SEND_TIMEOUT_MS = 5000
+# Messages a client socket holds unread: past it the kernel's own side queues (in its own,
+# limited memory) and then drops. So one kernel, however fast it sends, can hold at most
+# this many messages of at most Sandbox.max_message_mb in the grader.
+RECEIVE_QUEUE = 2
 
 
 _CONTEXTS: dict[tuple[int, bool], zmq.Context] = {}
 
 
 def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
-    """A zmq context whose sockets never reconnect and refuse oversized messages.
+    """A zmq context whose sockets never reconnect, refuse oversized messages and hold at
+    most ``RECEIVE_QUEUE`` unread messages (a kernel flooding its output is throttled in
+    its own memory, never in the grader's).
 
     One per process and kind, kept for the process's life: every client closes its own
     sockets, and ending a context after each kernel blocked the grader 0.3-0.5 s per
@@ -71,6 +77,7 @@ def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
         context = zmq.asyncio.Context() if asynchronous else zmq.Context()
         context.setsockopt(zmq.RECONNECT_IVL, -1)
         context.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+        context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         context.setsockopt(zmq.LINGER, 0)  # a closing client never waits on a kernel
         context.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)  # nor does a send to one that is gone
         _CONTEXTS[key] = context

@@ -440,3 +440,29 @@ time.sleep(120)
     while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the child outlived the grader"
         time.sleep(0.05)
+
+
+def test_a_kernel_flooding_its_output_cannot_fill_the_graders_memory(kernel_with):
+    """Issue 17: one student pushed 2.8 GB into a grading process as many messages, each
+    under the size cap, that nothing read yet. The grader's sockets hold at most
+    RECEIVE_QUEUE unread messages: the rest wait (or are dropped) on the kernel's side,
+    in the kernel's own memory."""
+    from autograder.kernel import RECEIVE_QUEUE
+
+    run = kernel_with(max_message_mb=8, memory_mb=3000)
+    kc = run.km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        me = psutil.Process()
+        before = me.memory_info().rss
+        kc.execute("from IPython.display import publish_display_data\n"
+                   "blob = 'x' * 6_000_000\n"
+                   "for i in range(60):\n"
+                   "    publish_display_data({'text/plain': blob})\n")
+        kc.get_shell_msg(timeout=120)  # the kernel has sent all 60 (360 MB); none read yet
+        time.sleep(2)
+        grown_mb = (me.memory_info().rss - before) / 1e6
+        assert grown_mb < (RECEIVE_QUEUE + 2) * 8 + 20, grown_mb
+    finally:
+        kc.stop_channels()
