@@ -8,7 +8,9 @@ the rest, as ``autograder.job.Job``s, to workers: a local process pool, or a Das
 Results come back as bytes, and only the coordinator writes the course folder and the
 gradebook (nbgrader's own SaveAutoGrades and AssignLatePenalties, so SQLite never has two
 writers), then the ledger. A worker that dies mid-job is replaced (by Dask, which runs
-the job again elsewhere, or as the pool's error); a result is recorded once, by digest.
+the job again elsewhere; in the local pool the jobs it held are run again, one at a time,
+so that only the submission that kills a worker on its own is given up), and a result is
+recorded once, by digest.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import contextlib
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable
 
@@ -161,32 +164,83 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
     return [outcomes[s] for s in sorted(outcomes)]
 
 
+class LocalPool:
+    """A pool of grading processes on this machine that can be started again: a worker
+    that dies (killed for memory, say) breaks a ``ProcessPoolExecutor`` for good, and
+    with it every job in flight."""
+
+    def __init__(self, workers: int, files_of_course: CourseFiles):
+        self.workers, self.files_of_course = max(1, workers), files_of_course
+        self.executor = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        # Started at once: each worker imports nbgrader and prepares its private course
+        # while the coordinator checks the inbox (a pool starts its processes only when
+        # work arrives, so each gets a no-op).
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=init_worker, initargs=(self.files_of_course,))
+        for _ in range(self.workers):
+            pool.submit(os.getpid)
+        return pool
+
+    def submit(self, fn, *args):
+        return self.executor.submit(fn, *args)
+
+    def restart(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor = self._start()
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
 @contextlib.contextmanager
 def local_pool(workers: int, files_of_course: CourseFiles):
-    """A pool of ``workers`` grading processes on this machine, started at once: each
-    imports nbgrader and prepares its private course while the coordinator checks the
-    inbox (a pool starts its processes only when work arrives, so each gets a no-op)."""
-    workers = max(1, workers)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=init_worker, initargs=(files_of_course,)) as pool:
-        for _ in range(workers):
-            pool.submit(os.getpid)
-        yield pool, workers
+    """A ``LocalPool`` of ``workers`` grading processes, and how many."""
+    pool = LocalPool(workers, files_of_course)
+    try:
+        yield pool, pool.workers
+    finally:
+        pool.shutdown()
 
 
 def _complete(executor, jobs_to_run: list[Job], workers: int):
-    """Submit a bounded window of jobs at a time; yield Results as they complete."""
+    """Submit a bounded window of jobs at a time; yield Results as they complete.
+
+    When a local pool breaks (a worker died), every job it held is a suspect: each is run
+    again alone, so a job that breaks the pool while it runs alone is the one that killed
+    its worker, and only it is given up (fate ``error``); the others are graded."""
     queue = list(reversed(jobs_to_run))
-    running: dict = {}
-    while queue or running:
-        while queue and len(running) < workers * IN_FLIGHT_PER_WORKER:
-            job = queue.pop()
-            running[executor.submit(grade_job, job)] = job
+    suspects: list[Job] = []
+    running: dict = {}  # future -> (job, whether it runs alone)
+    restartable = hasattr(executor, "restart")
+
+    def submit(job: Job, alone: bool) -> None:
+        try:
+            running[executor.submit(grade_job, job)] = (job, alone)
+        except BrokenProcessPool:  # it broke since the last look
+            executor.restart()
+            running[executor.submit(grade_job, job)] = (job, alone)
+
+    while queue or suspects or running:
+        if suspects:
+            if not running:
+                submit(suspects.pop(), alone=True)
+        else:
+            while queue and len(running) < workers * IN_FLIGHT_PER_WORKER:
+                submit(queue.pop(), alone=False)
         done, _ = wait(running, return_when=FIRST_COMPLETED)
+        broken = False
         for future in done:
-            job = running.pop(future)
+            job, alone = running.pop(future)
             try:
                 yield future.result()
+            except BrokenProcessPool:
+                broken = True
+                if alone or not restartable:
+                    yield _died(job, alone)
+                else:
+                    suspects.append(job)
             except Exception as exc:  # a worker that died outright, or a lost cluster
                 if _lost_cluster(exc):
                     raise InstructorError(
@@ -195,6 +249,16 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
                     ) from None
                 yield Result(fates.Outcome(job.student, fates.ERROR, digest="",
                                            details=[f"grading worker failed: {exc}"]).as_dict())
+        if broken and restartable:
+            suspects.extend(job for job, _ in running.values())  # broken with it
+            running.clear()
+            executor.restart()
+
+
+def _died(job: Job, alone: bool) -> Result:
+    why = ("its grading process died while grading it alone (killed, perhaps for memory); "
+           "the other submissions were graded") if alone else "its grading process died"
+    return Result(fates.Outcome(job.student, fates.ERROR, digest="", details=[why]).as_dict())
 
 
 def _workers(executor) -> int:

@@ -1,0 +1,82 @@
+"""A local-pool worker that dies costs only its own submission (issue 17).
+
+A dead worker breaks a ``ProcessPoolExecutor`` and every job in flight with it. The
+coordinator starts the pool again and runs each job it held once more, alone: the one
+that breaks the pool while alone is given up, the others are graded.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from autograder import grade
+from autograder.job import CourseFiles, Job, Result
+
+
+class FlakyPool:
+    """A restartable executor whose pool breaks while it runs the job of ``killer``:
+    every job in flight then fails as a broken process pool's would."""
+
+    def __init__(self):
+        self.restarts = 0
+        self._new()
+
+    def _new(self):
+        self.pool = ThreadPoolExecutor(2)
+        self.broken = threading.Event()
+
+    def submit(self, fn, job):
+        if self.broken.is_set():
+            raise BrokenProcessPool("broken")
+        broken = self.broken
+
+        def run():
+            time.sleep(0.05)
+            if job.student == "killer":
+                broken.set()
+                raise BrokenProcessPool("a worker died")
+            time.sleep(0.1)
+            if broken.is_set():
+                raise BrokenProcessPool("broken with it")
+            return fn(job)
+
+        return self.pool.submit(run)
+
+    def restart(self):
+        self.restarts += 1
+        self._new()
+
+
+def job(student):
+    return Job(student, "digest", {}, CourseFiles("unit", "", {}))
+
+
+def test_only_the_submission_that_kills_its_worker_is_given_up(monkeypatch):
+    monkeypatch.setattr(grade, "grade_job",
+                        lambda j: Result({"student_id": j.student, "fate": "graded"}))
+    pool = FlakyPool()
+    students = [f"s{i}" for i in range(5)] + ["killer"] + [f"t{i}" for i in range(5)]
+    results = [r.outcome for r in grade._complete(pool, [job(s) for s in students], workers=2)]
+    fates = {o["student_id"]: o["fate"] for o in results}
+    assert sorted(fates) == sorted(students) and len(results) == len(students)
+    assert fates.pop("killer") == "error" and set(fates.values()) == {"graded"}
+    killer = next(o for o in results if o["student_id"] == "killer")
+    assert "alone" in killer["details"][0]
+    assert pool.restarts >= 2  # once when it broke among others, once when it broke alone
+
+
+@pytest.mark.slow
+def test_the_local_pool_starts_again_after_a_worker_is_killed():
+    with grade.local_pool(1, None) as (pool, _):
+        pid = pool.submit(os.getpid).result(timeout=120)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(BrokenProcessPool):
+            pool.submit(os.getpid).result(timeout=120)
+        pool.restart()
+        assert pool.submit(os.getpid).result(timeout=120) != pid
