@@ -33,7 +33,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, Unicode
+from traitlets import Any, Integer, Unicode
 
 from autograder import fates, protocol, testkernel, testplan
 from autograder.outputs import OutputBudget, content_size, error_output
@@ -41,9 +41,15 @@ from autograder.kernel import SandboxedKernelManager
 from autograder.sandbox import Sandbox
 
 INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
-# What the last run in this process recorded: nbgrader creates the preprocessor itself,
-# so this is how the grading worker (one submission at a time) reads it back.
-LAST_RUN: dict = {}
+
+
+class RunRecord(dict):
+    """What one job's autograde recorded (events, seconds per step, whether the test
+    kernel's template had served before), handed to nbgrader's preprocessor through the
+    config. traitlets deep-copies config values; this one stays the job's own object."""
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 def grade_id(cell) -> str:
@@ -76,6 +82,12 @@ class TwoKernelExecute(Execute):
         config=True)
     test_files = Unicode("", help="Folder of regular files for the test kernel.").tag(config=True)
     test_uid = Integer(-1, help="As root: the test kernel's uid.").tag(config=True)
+    test_slot = Integer(0, help="The grading thread's slot: its own test-kernel template.").tag(
+        config=True)
+    record = Any(None, allow_none=True, help="A dict of the job's own, given by the worker: "
+                 "this run's events and seconds per step are put in it (nbgrader makes the "
+                 "preprocessor, so this is how they reach the job, whatever thread runs it).").tag(
+        config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
@@ -100,12 +112,13 @@ class TwoKernelExecute(Execute):
         plan = testplan.read(self.source_notebook)
         tests = {i for i, c in enumerate(self.nb.cells)
                  if c.cell_type == "code" and grade_id(c) in plan.tests}
-        kernel = testkernel.warm(self.config, Path(self.test_files), self.test_uid)
+        kernel = testkernel.template(self.config, Path(self.test_files), self.test_uid,
+                                     self.test_slot)
         self.reused_test_kernel = kernel.reused
         session, student_events = None, []
         clock = self.seconds
-        # The test kernel resets while the student's kernel starts: neither waits on the other.
-        resetting = asyncio.ensure_future(kernel.session(plan, self.timeout or 60, self.budget))
+        # The test kernel is forked while the student's kernel starts: neither waits on the other.
+        forking = asyncio.ensure_future(kernel.session(plan, self.timeout or 60, self.budget))
         try:
             starting = clock.step("student kernel: start")
             starting.__enter__()
@@ -114,8 +127,8 @@ class TwoKernelExecute(Execute):
                 info = await self.async_wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
                 starting.__exit__(None, None, None)
-                with clock.step("test kernel: start or reset (beyond the student's)"):
-                    session = await resetting
+                with clock.step("test kernel: fork (beyond the student's start)"):
+                    session = await forking
                 bridge = StudentBridge(self)
                 for index, cell in enumerate(self.nb.cells):
                     if index in tests:
@@ -129,12 +142,14 @@ class TwoKernelExecute(Execute):
             kernel.close()
             self._withhold(tests, str(problem))
         finally:
-            session = session or await _settled(resetting)
+            session = session or await _settled(forking)
             if session is not None:
                 session.end()
         self.events.extend(student_events)  # the watchdog's: memory, wall time
         self.km = None
-        LAST_RUN.update(events=self.events, seconds=dict(self.seconds))
+        if self.record is not None:
+            self.record.update(events=self.events, seconds=dict(self.seconds),
+                               reused=self.reused_test_kernel)
 
     async def _run_student_cell(self, cell, index: int) -> None:
         runs = cell.cell_type == "code" and cell.source.strip()
@@ -228,11 +243,11 @@ class TwoKernelExecute(Execute):
         return await super()._async_handle_timeout(timeout, cell)
 
 
-async def _settled(resetting: asyncio.Future):
-    """The test kernel's session once its reset has finished (never cut short: a reset
+async def _settled(forking: asyncio.Future):
+    """The test kernel's session once its fork has finished (never cut short: a fork
     stopped half-way would leave the kernel's client open), or None if it failed."""
     try:
-        return await resetting
+        return await forking
     except Exception:  # noqa: BLE001 - a TestKernelProblem: withheld already, or moot
         return None
 

@@ -45,7 +45,7 @@ from traitlets import Bool, Integer, List, Unicode
 from traitlets.config import Configurable
 
 from autograder import cgroups
-from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, UID_ENV
+from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
 WATCH_INTERVAL = 0.2
@@ -314,6 +314,8 @@ class SandboxMixin(Configurable):
     ).tag(config=True)
     extra_env = List(Unicode(), help="NAME=VALUE pairs added to the kernel's environment.").tag(
         config=True)
+    template = Bool(False, help="Start a kernel template (autograder.kernel_template), which "
+                    "forks one kernel per request, instead of a kernel.").tag(config=True)
 
     _watchdog: Watchdog | None = None
 
@@ -383,13 +385,81 @@ class SandboxMixin(Configurable):
         log = open(self._log_path, "ab")
         kw["stdout"] = kw["stderr"] = log
         kw["stdin"] = subprocess.DEVNULL
+        if self.template:  # its requests come on stdin; it says it is ready on stdout
+            kw["env"][TEMPLATE_ENV] = "1"
+            kw["stdin"] = kw["stdout"] = subprocess.PIPE
         try:
             await super()._async_launch_kernel(command, **kw)
         finally:
             log.close()
         self._watchdog = Watchdog(self.provisioner.pid, sandbox, self.events, self._group)
         self._watchdog.start()
-        await self._wait_for_sockets()
+        if self.template:
+            await self._wait_for_template()
+        else:
+            await self._wait_for_sockets()
+
+    async def _wait_for_template(self) -> None:
+        """Wait for the template's "ready" line (it has imported what it preloads), then
+        note its own processes: every other process of its tree is a kernel it forked."""
+        out = self.provisioner.process.stdout
+        os.set_blocking(out.fileno(), False)
+        deadline, said = time.monotonic() + SOCKET_WAIT, b""
+        while time.monotonic() < deadline:
+            try:
+                said += os.read(out.fileno(), 64) or b""
+            except BlockingIOError:
+                pass
+            if b"ready\n" in said:
+                self._own_processes = _tree(self.provisioner.pid)
+                self._template_root = None
+                return
+            if self.provisioner.process.poll() is not None:
+                raise RuntimeError(f"the kernel template exited while starting: {self.start_log()}")
+            await asyncio.sleep(0.02)
+        raise RuntimeError(f"the kernel template was not ready in {SOCKET_WAIT} s: {self.start_log()}")
+
+    async def fork_kernel(self, connection: dict) -> str:
+        """Ask the template for a new kernel on ``connection`` (ipc ports and key that no
+        kernel has had) and wait for its sockets; return the host path of its ``ip``.
+        Any kernel it forked before is killed first: one child at a time."""
+        self.end_forked_kernels()
+        stdin = self.provisioner.process.stdin
+        stdin.write((json.dumps({"connection": connection}) + "\n").encode())
+        stdin.flush()
+        ports = [connection[k] for k in ("shell_port", "iopub_port", "stdin_port",
+                                         "control_port", "hb_port")]
+        deadline = time.monotonic() + SOCKET_WAIT
+        root, namespace = None, 0
+        while time.monotonic() < deadline:
+            if not self.use_bwrap:
+                root = ""
+            elif not _still_sandboxed(root, namespace):
+                root, namespace = _sandboxed_root(self.provisioner.pid)
+            if root is not None and all(_is_socket(f"{root}{connection['ip']}-{p}") for p in ports):
+                return f"{root}{connection['ip']}"
+            if self.provisioner.process.poll() is not None:
+                raise RuntimeError(f"the kernel template exited: {self.start_log()}")
+            await asyncio.sleep(0.01)
+        raise RuntimeError(f"the forked kernel made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
+
+    def forked_kernels(self) -> list:
+        """The running processes of the template's tree that are not the template's own."""
+        own = getattr(self, "_own_processes", None) or {}
+        pid = getattr(self.provisioner, "pid", None)
+        return [p for key, p in _tree(pid).items() if key not in own and _running(p)] if pid else []
+
+    def end_forked_kernels(self) -> None:
+        """Kill every kernel the template forked, and wait until they are gone."""
+        procs = self.forked_kernels()
+        for p in procs:
+            try:
+                p.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
+                pass
+        deadline = time.monotonic() + 5
+        while any(_running(p) for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     async def _wait_for_sockets(self) -> None:
         """Connect only once every socket exists: a client that never reconnects must not

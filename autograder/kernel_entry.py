@@ -5,7 +5,8 @@ applies the rlimits passed in ``COURSE_GRADE_LIMITS`` (JSON), drops root to
 ``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root), enters the second
 bubblewrap named by ``COURSE_GRADE_NEST`` when set (a user namespace that allows no other;
 this module then runs again inside it), fills the working folder from the read-only
-staging folder, then hands over to ipykernel. It imports nothing but the standard
+staging folder, then hands over to ipykernel (or, for a test kernel's template, to
+``autograder.kernel_template``, which forks one kernel per submission). It imports nothing but the standard
 library before ipykernel: it runs twice for every student's kernel. ``-I`` keeps the working folder off ``sys.path`` until
 then, so a submitted ``ipykernel.py`` cannot run before the limits. Anything this module
 cannot do is fatal: a kernel without its limits must not run.
@@ -24,6 +25,8 @@ UID_ENV = "COURSE_GRADE_UID"
 NEST_ENV = "COURSE_GRADE_NEST"
 # Outside the sandbox (course-grade --no-sandbox) the host names the two folders.
 DIRS_ENV = "COURSE_GRADE_DIRS"
+# Set: become a test kernel's template (``autograder.kernel_template``), not a kernel.
+TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
 MB = 1024 * 1024
 # The sandbox's layout (``autograder.sandbox`` binds them): the kernel's working folder,
 # in its tmpfs, and the read-only folder the host filled for it.
@@ -87,6 +90,11 @@ def main() -> None:
         argv = nested_argv(nest) + [sys.executable, "-I", "-m", "autograder.kernel_entry",
                                     *sys.argv[1:]]
         os.execv(nest, argv)
+    if os.environ.pop(TEMPLATE_ENV, ""):
+        from autograder import kernel_template
+
+        kernel_template.serve()
+        return
     make_socket_folder(sys.argv)
     dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))
     fill_work_dir(dirs.get("staging", STAGING_DIR), dirs.get("work", WORK_DIR))

@@ -12,14 +12,9 @@ built, with its own, unpatched operations.
 """
 from __future__ import annotations
 
-import os
-import random
-import shutil
-import sys
 
 from autograder import plaindata, protocol
 
-_FRESH: dict = {}  # the state a fresh test kernel starts each submission with
 
 
 def ask(prompt: str) -> dict:
@@ -190,34 +185,3 @@ def bind(namespace: dict, names: list[str]) -> None:
                 namespace[name] = Unreadable(name, "too costly to check: " + protocol.message_text(exc))
             except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
                 namespace[name] = Unreadable(name, protocol.message_text(exc))
-
-
-def fresh_start(shell, staging: str, work: str) -> None:
-    """Begin a submission as a freshly started test kernel would.
-
-    The first call notes the kernel's starting state; each later call empties the user
-    namespace, puts that state back and gives the tests a new working folder filled
-    from the staging folder. Imported modules stay loaded: that is what a warm kernel is
-    for, and only trusted code ever ran here.
-    """
-    import numpy
-    import torch
-
-    if not _FRESH:
-        _FRESH.update(path=list(sys.path), random=random.getstate(),
-                      numpy=numpy.random.get_state(), torch=torch.get_rng_state(),
-                      dtype=torch.get_default_dtype(), grad=torch.is_grad_enabled(),
-                      threads=torch.get_num_threads())
-    else:
-        shell.reset(new_session=False)
-        sys.path[:] = _FRESH["path"]
-        random.setstate(_FRESH["random"])
-        numpy.random.set_state(_FRESH["numpy"])
-        torch.set_rng_state(_FRESH["torch"])
-        torch.set_default_dtype(_FRESH["dtype"])
-        torch.set_grad_enabled(_FRESH["grad"])
-        torch.set_num_threads(_FRESH["threads"])
-    os.chdir("/")
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(staging, work, symlinks=True) if os.path.isdir(staging) else os.makedirs(work)
-    os.chdir(work)

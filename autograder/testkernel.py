@@ -1,20 +1,20 @@
 """The trusted test kernel: runs every test cell, hidden tests included, and nothing else.
 
-One sandboxed kernel per grading worker and assignment, kept warm from one submission
-to the next. What makes reuse safe: it runs only the source notebook's own cells and
-``autograder.test_side``, on answers decoded from plain data, so nothing a submission
-sends can take control of it. ``test_side.fresh_start`` begins each submission with an
-empty namespace and a new working folder. It is replaced after ``MAX_USES`` submissions,
-whenever it died, and after any problem; a problem on a reused kernel is retried once on
-a fresh one by the worker, so a worn kernel never costs a student a point.
+Each submission gets a fresh test kernel, forked from a template that never ran a cell
+(``autograder.kernel_template``): no process ever holds two submissions' data, yet no
+submission pays again for starting Python, ipykernel and torch. One template per grading
+thread, assignment and test uid, in the test kernel's sandbox, with its limits; it is
+replaced whenever it died and after any problem, and a problem while a template that had
+served before was in use is retried once on a fresh one by the worker, so a worn
+template never costs a student a point.
 
 Everything here raises ``TestKernelProblem`` when the test kernel cannot do its part:
 the submission's test points are then withheld, and its fate says why.
 """
 from __future__ import annotations
 
-import asyncio
 import json
+import secrets
 import shutil
 import tempfile
 import time
@@ -23,43 +23,57 @@ from pathlib import Path
 
 import zmq
 import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates, protocol
+from autograder.kernel import SOCKETS_IN_SANDBOX, SandboxedKernelManager, guarded_context, kill_tree
 from autograder.outputs import content_size
-from autograder.kernel import SandboxedKernelManager, kill_tree
-from autograder.sandbox import WORK_DIR
+from autograder.sandbox import Sandbox
 
-MAX_USES = 20
 STARTUP_TIMEOUT = 60
 OUTPUT_MSGS = ("stream", "display_data", "execute_result", "error")
-_WARM: dict = {}
+_TEMPLATES: dict = {}
 
 
 class TestKernelProblem(Exception):
     """The test kernel could not finish its part; the tests' points are withheld."""
 
+    __test__ = False  # not a pytest test class
 
-def warm(config, staging: Path, uid: int) -> "TestKernel":
-    """This process's test kernel for ``staging`` (the assignment's test files)."""
-    key = (str(staging), uid)
-    if key not in _WARM:
-        _WARM[key] = TestKernel(config, staging, uid)
-    return _WARM[key]
+
+def template(config, staging: Path, uid: int, slot: int = 0) -> "TestKernel":
+    """The test-kernel template of one grading thread (``slot``) for ``staging`` (the
+    assignment's test files), run as ``uid``."""
+    key = (str(staging), uid, slot)
+    if key not in _TEMPLATES:
+        _TEMPLATES[key] = TestKernel(config, staging, uid)
+    return _TEMPLATES[key]
+
+
+def close(staging: Path, uid: int, slot: int = 0) -> None:
+    kernel = _TEMPLATES.pop((str(staging), uid, slot), None)
+    if kernel is not None:
+        kernel.close()
 
 
 def close_all() -> None:
-    for kernel in _WARM.values():
+    for kernel in _TEMPLATES.values():
         kernel.close()
-    _WARM.clear()
+    _TEMPLATES.clear()
 
 
 class TestKernel:
+    """A template that forks one test kernel per submission (``session``)."""
+
+    __test__ = False  # not a pytest test class
+
     def __init__(self, config, staging: Path, uid: int):
         self.config, self.staging, self.uid = config, Path(staging), uid
         self.km: SandboxedKernelManager | None = None
-        self.uses = 0
-        self.starts = 0
+        self.uses = 0  # submissions its children served
+        self.starts = 0  # templates started
+        self.forks = 0  # kernels forked, over all its templates (each gets new ports)
         self.folder: Path | None = None
 
     @property
@@ -67,40 +81,66 @@ class TestKernel:
         return self.km is not None and self.uses > 0
 
     async def session(self, plan, cell_timeout: float, budget) -> "Session":
-        """Start (or reset) the kernel for one submission."""
-        if self.km is not None and (self.uses >= MAX_USES or not await self.km.is_alive()):
+        """A fresh test kernel, forked from the template, for one submission."""
+        if self.km is not None and not await self.km.is_alive():
             self.close()
         if self.km is None:
             await self._start()
         self.uses += 1
         self.km.restart_wall_clock()
-        session = Session(self, self.km.client(), plan, cell_timeout, budget)
-        session.kc.start_channels()
+        connection = self._connection()
         try:
-            await session.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
-            await session.run_trusted(
-                "__import__('autograder.test_side', fromlist=['_']).fresh_start("
-                f"get_ipython(), '/staging', {WORK_DIR!r})", "starting afresh")
-        except TestKernelProblem:
-            session.end()
-            raise
+            ip = await self.km.fork_kernel(connection)
+        except Exception as exc:  # noqa: BLE001
+            self.close()
+            raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
+        max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
+        kc = AsyncKernelClient(context=guarded_context(max_bytes, True))
+        kc.load_connection_info({**connection, "ip": ip})
+        session = Session(self, kc, plan, cell_timeout, budget)
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
         except Exception as exc:  # noqa: BLE001
             session.end()
             raise TestKernelProblem(f"the test kernel did not answer ({exc})") from None
         return session
+
+    def _connection(self) -> dict:
+        """New ports (ipc: numbers in the socket files' names) and a new key per kernel."""
+        self.forks += 1
+        base = 10 * self.forks
+        ports = {name: base + i for i, name in enumerate(
+            ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"), start=1)}
+        return {**ports, "transport": "ipc", "ip": SOCKETS_IN_SANDBOX,
+                "key": secrets.token_hex(32), "signature_scheme": "hmac-sha256", "kernel_name": ""}
 
     async def _start(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="cg-test-", dir="/tmp"))
         self.folder.chmod(0o755)
         km = SandboxedKernelManager(config=self.config)
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.staging)
+        km.template = True
         try:
             await km.start_kernel()
         except Exception as exc:  # noqa: BLE001
             shutil.rmtree(self.folder, ignore_errors=True)
-            raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
+            raise TestKernelProblem(f"the test kernel's template could not start ({exc})") from None
         self.km, self.uses = km, 0
         self.starts += 1
+
+    def alive(self) -> bool:
+        """Whether the template and the kernel it forked last still run."""
+        km = self.km
+        if km is None or km.provisioner is None or km.provisioner.process.poll() is not None:
+            return False
+        for p in km.forked_kernels():
+            try:
+                if p.status() != "zombie":
+                    return True
+            except Exception:  # noqa: BLE001 - psutil.NoSuchProcess: gone
+                continue
+        return False
 
     def close(self) -> None:
         km, self.km = self.km, None
@@ -125,10 +165,14 @@ class Session:
     done: set = field(default_factory=set)
 
     def end(self) -> None:
+        """Stop talking to this submission's test kernel and kill it: the next one is a
+        new fork."""
         try:
             self.kc.stop_channels()
         except Exception:  # noqa: BLE001 - it goes either way
             pass
+        if self.kernel.km is not None:
+            self.kernel.km.end_forked_kernels()
 
     async def run_test(self, grade_id: str, bridge, fetch: bool = True) -> list:
         """The outputs of one test cell, run on the student's current answers (fetched
@@ -177,9 +221,9 @@ class Session:
                 await self._interrupt()
                 raise TestKernelProblem(
                     f"a test cell ran {self.cell_timeout:g} s in the test kernel without finishing")
-            if not await self.kernel.km.is_alive():
-                raise TestKernelProblem("the test kernel died: "
-                                        + _death(self.kernel.km.events))
+            if not self.kernel.alive():
+                events = self.kernel.km.events if self.kernel.km is not None else []
+                raise TestKernelProblem("the test kernel died: " + _death(events))
             ready = dict(await poller.poll(timeout=200))
             for socket, channel in channels.items():
                 if socket not in ready:
@@ -212,11 +256,7 @@ class Session:
         return status, outputs
 
     async def _interrupt(self) -> None:
-        try:
-            await self.kernel.km.interrupt_kernel()
-            await asyncio.sleep(1)
-        finally:
-            self.kernel.close()  # never reuse a kernel that hung
+        self.kernel.close()  # a kernel that hung is never asked again: it and its template go
 
 
 def _error_text(outputs) -> str:

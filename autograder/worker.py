@@ -6,7 +6,7 @@ makes a private course folder: the course's config and source, prepared once per
 with nbgrader's own generate_assignment into a private SQLite gradebook, and then, per
 job, a copy with the submission in it. There nbgrader's own autograde does the work,
 with its Execute swapped for ``autograder.execute.TwoKernelExecute`` (answer cells in a
-sandboxed student kernel, test cells in this worker's warm, sandboxed test kernel), and
+sandboxed student kernel, test cells in a sandboxed test kernel forked for this submission), and
 nbgrader's generate_feedback makes the page. The ``Result`` carries back the autograded
 notebooks, the feedback and the outcome; only the coordinator writes the course and its
 gradebook. The host side never reads a file a kernel could have written: both kernels
@@ -40,7 +40,7 @@ from autograder.sandbox import Sandbox, gpu_devices, unprivileged
 TEST_UID_OFFSET = 1000
 SLOTS_DIR = Path("/tmp/course-grade-slots")
 MAX_SLOTS = 512
-_SLOT: dict = {}
+_SLOTS: dict = {}  # thread ident -> that grading thread's slot
 _PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
 _SCRATCH: dict = {}  # thread ident -> that thread's folder for one job at a time
 
@@ -102,18 +102,21 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     config = _config(course, job, scratch)
     clock.lap("preparing")
     for attempt in range(2):
-        execute.LAST_RUN.clear()
+        record = execute.RunRecord()
+        config.TwoKernelExecute.record = record
         ok, log = _run_nbgrader("Autograde", config)
-        events = execute.LAST_RUN.get("events", [])
-        # A worn test kernel must not cost a student a point: once more on a fresh one.
-        if attempt == 0 and any(e["event"] == "needs_review" and e.get("reused") for e in events):
-            testkernel.close_all()
+        events = record.get("events", [])
+        # A template that served before must not cost a student a point when a problem
+        # came up: once more on a fresh one.
+        if attempt == 0 and record.get("reused") and any(e["event"] == "needs_review" for e in events):
+            testkernel.close(config.TwoKernelExecute.test_files, config.TwoKernelExecute.test_uid,
+                             config.TwoKernelExecute.test_slot)
             continue
         break
     clock.lap("autograde")
     # Where autograde's time went: the two kernels' steps, and nbgrader's own
     # (sanitize, restore the tests, save the grades, write the notebook).
-    steps = execute.LAST_RUN.get("seconds", {})
+    steps = record.get("seconds", {})
     if steps:
         clock.laps["nbgrader's own steps"] = round(clock.laps.pop("autograde") - sum(steps.values()), 3)
         clock.laps.update(steps)
@@ -209,6 +212,7 @@ def _config(course: Path, job: Job, scratch: Path):
     config.TwoKernelExecute.source_notebook = str(sources[0])
     config.TwoKernelExecute.test_files = str(_test_files(job.course, each, total))
     config.TwoKernelExecute.test_uid = slot["test_uid"] if job.sandbox else -1
+    config.TwoKernelExecute.test_slot = slot["index"]
     if job.gpu:
         gpu_profile(config, slot["index"])
     return config
@@ -252,11 +256,13 @@ def _test_files(course_files: CourseFiles, each: int, total: int) -> Path:
 
 
 def _slot(uid_base: int) -> dict:
-    """This process's slot: a number no other grading process of this user on this
-    machine holds (a lock kept for the process's life), whatever started it. As root it
-    gives the kernels their own uids; it also picks a GPU."""
-    if _SLOT:
-        return _SLOT
+    """This grading thread's slot: a number no other grading thread of this user on this
+    machine holds (a lock kept for the process's life), whatever started it. Per thread:
+    a Dask worker with several threads grades several submissions at once, and each gets
+    its own kernels' uids, its own test-kernel template and its own GPU."""
+    me = threading.get_ident()
+    if me in _SLOTS:
+        return _SLOTS[me]
     folder = Path(f"{SLOTS_DIR}-{os.geteuid()}")
     folder.mkdir(mode=0o700, exist_ok=True)
     for index in range(MAX_SLOTS):
@@ -266,13 +272,14 @@ def _slot(uid_base: int) -> dict:
         except OSError:
             os.close(fd)
             continue
+        slot = {"index": index, "fd": fd}
         if unprivileged():  # no uid to give: kernels get user namespaces (autograder.sandbox)
-            _SLOT.update(uid=-1, test_uid=-1)
+            slot.update(uid=-1, test_uid=-1)
         else:
-            _SLOT.update(uid=uid_base + index, test_uid=uid_base + TEST_UID_OFFSET + index)
-        _SLOT.update(index=index, fd=fd)
-        return _SLOT
-    raise RuntimeError(f"more than {MAX_SLOTS} grading processes on this machine")
+            slot.update(uid=uid_base + index, test_uid=uid_base + TEST_UID_OFFSET + index)
+        _SLOTS[me] = slot
+        return slot
+    raise RuntimeError(f"more than {MAX_SLOTS} grading threads on this machine")
 
 
 class _Clock:

@@ -80,13 +80,13 @@ def test_points_are_withheld_when_the_test_kernel_dies(course, monkeypatch):
 
 def test_a_fault_on_a_reused_test_kernel_is_graded_again_on_a_fresh_one(course, monkeypatch):
     testkernel.close_all()
-    assert grade_ada(course)["score"] == TOTAL  # warms the test kernel
-    started = [k.starts for k in testkernel._WARM.values()]
+    assert grade_ada(course)["score"] == TOTAL  # starts the template
+    started = [k.starts for k in testkernel._TEMPLATES.values()]
     calls = fault_in_run_test(monkeypatch, {3})
     outcome = grade_ada(course)
     assert outcome["fate"] == "graded" and outcome["score"] == TOTAL
     assert len(calls) > 19  # the first attempt stopped at its third test; all ran again
-    assert [k.starts for k in testkernel._WARM.values()] == [1]  # a new kernel
+    assert [k.starts for k in testkernel._TEMPLATES.values()] == [1]  # a new kernel
     assert started == [1]
 
 

@@ -1,0 +1,106 @@
+"""Test kernels forked from a template (issues 17 and 21): no process holds two
+submissions' data, and the template never ran a cell.
+
+Each test starts a real template in the test kernel's sandbox, as a grading worker does,
+and forks kernels from it one after the other, as for two submissions.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+from traitlets.config import Config
+
+from autograder import testkernel
+from autograder.outputs import OutputBudget
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+UID = 61991 if os.geteuid() == 0 else -1
+
+
+@pytest.fixture
+def template(tmp_path):
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    staging.chmod(0o755)
+    (staging / "data.txt").write_text("the instructor's")
+    (staging / "data.txt").chmod(0o644)
+    config = Config()
+    config.Sandbox.memory_mb = 2000
+    kernel = testkernel.TestKernel(config, staging, UID)
+    yield kernel
+    kernel.close()
+
+
+def run_in_fresh_kernels(kernel, *cells: str) -> list[str]:
+    """Run each cell in its own kernel, forked afresh (one per submission); their text."""
+
+    async def go():
+        texts = []
+        for code in cells:
+            session = await kernel.session(None, 60, OutputBudget(10**6, []))
+            try:
+                status, outputs = await session.execute(code)
+                texts.append("".join(o.get("text", "") for o in outputs)
+                             + "".join(f"{o.get('ename')}: {o.get('evalue')}" for o in outputs
+                                       if o.get("output_type") == "error"))
+            finally:
+                session.end()
+        return texts
+
+    return asyncio.run(go())
+
+
+def test_a_second_submissions_kernel_sees_nothing_of_the_first(template):
+    first, second = run_in_fresh_kernels(template, """
+import os, sys, torch, autograder.test_side as side
+open("/tmp/work/answers.txt", "w").write("ada's answers")
+open("/tmp/elsewhere.txt", "w").write("ada's answers")
+os.environ["ADA"] = "1"
+side.MARK = "ada"
+sys.modules["ada_module"] = side
+leftover = bytearray(b"ADA-HEAP-MARKER" * 200_000)
+secret = torch.full((1_000_000,), 7.0)
+del leftover, secret
+print(os.getpid(), sorted(os.listdir("/tmp/work")))
+""", """
+import os, sys, torch, autograder.test_side as side
+print(os.getpid(), sorted(os.listdir("/tmp/work")), os.path.exists("/tmp/elsewhere.txt"),
+      "ADA" in os.environ, hasattr(side, "MARK"), "ada_module" in sys.modules,
+      bytes(torch.empty(4_000_000, dtype=torch.uint8).numpy()).count(b"ADA-HEAP"),
+      int((torch.empty(1_000_000) == 7.0).sum()))
+""")
+    assert "answers.txt" in first and "data.txt" in first
+    assert second.split(" ", 1)[1] == "['data.txt'] False False False False 0 0\n", second
+
+
+def test_the_template_never_runs_a_cell_and_keeps_one_thread(template):
+    run_in_fresh_kernels(template, "import torch; x = torch.ones(1000) @ torch.ones(1000)")
+    own = [p for p in template.km._own_processes.values() if p.is_running()]
+    python = [p for p in own if "kernel_entry" in " ".join(p.cmdline())]
+    assert python and python[-1].num_threads() == 1
+    assert template.km.forked_kernels() == []  # the kernel is gone with its submission
+    assert template.starts == 1 and template.uses == 1
+
+
+def test_a_template_that_dies_is_replaced_and_the_submission_withheld(template):
+    """Only trusted code runs in a test kernel, but its template is not out of its reach
+    (same uid, same sandbox): if it goes, that submission's points are withheld and the
+    next submission gets a new template."""
+    with pytest.raises(testkernel.TestKernelProblem, match="died"):
+        run_in_fresh_kernels(template, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                                       "import time; time.sleep(30)")
+    assert run_in_fresh_kernels(template, "print('fresh')") == ["fresh\n"]
+    assert template.starts == 2
+
+
+def test_each_kernel_gets_new_ports_and_a_new_key(template):
+    keys = [template._connection()["key"] for _ in range(3)]
+    ports = [template._connection()["shell_port"] for _ in range(3)]
+    assert len(set(keys)) == 3 and len(set(ports)) == 3
