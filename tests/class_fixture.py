@@ -114,8 +114,9 @@ def abuse_cases() -> list[Case]:
     ]
 
 
-def hostile_modules() -> list:
-    """The trick submissions of tests/hostile/*.py, as modules."""
+def hostile_modules(unit: str = ASSIGNMENT) -> list:
+    """The trick submissions of tests/hostile/*.py on ``unit`` (``UNIT``, by default the
+    first), as modules."""
     modules = []
     for path in sorted((ROOT / "tests" / "hostile").glob("*.py")):
         if path.name.startswith("_"):
@@ -123,7 +124,8 @@ def hostile_modules() -> list:
         spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        modules.append(module)
+        if getattr(module, "UNIT", ASSIGNMENT) == unit:
+            modules.append(module)
     return modules
 
 

@@ -72,9 +72,10 @@ def postgres(tmp: Path, database: str = "gradebook"):
 
 
 @contextlib.contextmanager
-def dask_cluster(workers: int, tmp: Path):
-    """``dask scheduler`` and ``workers`` x ``dask worker`` (no nanny: a killed worker
-    stays dead). Yields (scheduler address, {name: worker Popen}, scheduler Popen)."""
+def dask_cluster(workers: int, tmp: Path, nthreads: int = 1):
+    """``dask scheduler`` and ``workers`` x ``dask worker --nthreads N`` (no nanny: a
+    killed worker stays dead). Yields (scheduler address, {name: worker Popen}, scheduler
+    Popen)."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
     log = open(tmp / "scheduler.log", "w+")
@@ -90,7 +91,7 @@ def dask_cluster(workers: int, tmp: Path):
             cwd = tmp / f"worker-{n}"
             cwd.mkdir()
             procs[f"worker-{n}"] = subprocess.Popen(
-                [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny",
+                [str(BIN / "dask"), "worker", address, "--nthreads", str(nthreads), "--no-nanny",
                  "--name", f"worker-{n}", "--no-dashboard"], stdout=wlog, stderr=wlog,
                 env=env, cwd=cwd, start_new_session=True)
         _wait_workers(address, workers)

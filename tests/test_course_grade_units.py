@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.class_fixture import ASSIGNMENT, build_course, nbgrader
+from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgrader
 from units import ROOT, UNITS, submissions
 
 CLI = str(Path(sys.executable).parent / "course-grade")
@@ -39,6 +39,20 @@ def _cases(subs) -> dict[str, tuple[nbformat.NotebookNode, float, str | None]]:
     return cases
 
 
+def _tricks(unit: str, subs) -> dict[str, tuple[nbformat.NotebookNode, str, object]]:
+    """student -> (notebook, its twin's student id, the trick's module): the unit's tricks
+    on the trusted side (tests/hostile files that name the unit), each with its twin,
+    the same answers without the trick (the solution where it has none of its own)."""
+    tricks = {}
+    for module in hostile_modules(unit):
+        twin = "solution"
+        if module.TWIN is not None:
+            twin = f"{module.STUDENT_ID}-twin"
+            tricks[twin] = (subs.make_submission(subs.RELEASE, module.TWIN), twin, None)
+        tricks[module.STUDENT_ID] = (subs.make_submission(subs.RELEASE, module.ANSWERS), twin, module)
+    return tricks
+
+
 # The first unit's whole class (right answers, every mistake, tricks) is graded by
 # course-grade in test_pipeline.py; here the units after it.
 @pytest.fixture(scope="module", params=[u for u in UNITS if u != ASSIGNMENT])
@@ -53,17 +67,18 @@ def graded(request, tmp_path_factory):
     inbox = tmp / "inbox"
     inbox.mkdir()
     cases = _cases(subs)
-    for student, (nb, _, _) in cases.items():
+    tricks = _tricks(unit, subs)
+    for student, (nb, _, _) in {**cases, **tricks}.items():
         nbformat.write(nb, inbox / f"{student}.ipynb")
     result = subprocess.run([CLI, unit, "--course", str(course), "--folder", str(inbox),
                              "--no-progress", "-j", "2"],
                             capture_output=True, text=True, timeout=900,
                             env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
-    return unit, course, cases, result
+    return unit, course, cases, result, tricks
 
 
 def test_the_unit_is_graded_and_each_submission_earns_its_expected_score(graded):
-    unit, course, cases, result = graded
+    unit, course, cases, result, _ = graded
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {r["student_id"]: r for r in
             json.loads((course / "reports" / unit / "report.json").read_text())}
@@ -73,14 +88,37 @@ def test_the_unit_is_graded_and_each_submission_earns_its_expected_score(graded)
 
 
 def test_each_mistakes_hint_reaches_its_feedback_without_the_hidden_tests(graded):
-    unit, course, cases, _ = graded
+    unit, course, cases, _, tricks = graded
     source = nbformat.read(course / "source" / unit / f"{unit}.ipynb", 4)
     hidden = [line.strip() for cell in source.cells for line in
               cell.source.split("### BEGIN HIDDEN TESTS", 1)[-1].split("### END HIDDEN TESTS")[0].splitlines()
               if "### BEGIN HIDDEN TESTS" in cell.source and len(line.strip()) > 30]
     assert hidden
-    for student, (_, _, hint) in cases.items():
+    for student, (_, _, hint) in {**cases, **tricks}.items():
         page = html.unescape((course / "feedback" / student / unit / f"{unit}.html").read_text())
-        if hint is not None:
+        if hint is not None and student in cases:
             assert hint in page, student
         assert not [line for line in hidden if line in page], student
+
+
+def test_tricks_on_the_trusted_side_gain_nothing(graded):
+    """Issue 17's attacks on the bridge and the test kernel, one file each in
+    tests/hostile: each scores at most what its twin (the same answers without the trick)
+    scores, the test kernel stands up to it (the fate is graded, nothing withheld), and
+    no student's words reach the class report as the tests'."""
+    from tests.hostile._common import TRUSTED_SIDE
+
+    unit, course, _, result, tricks = graded
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {r["student_id"]: r for r in
+            json.loads((course / "reports" / unit / "report.json").read_text())}
+    report_page = (course / "reports" / unit / "class-report.html").read_text()
+    for student, (_, twin, module) in tricks.items():
+        if module is None:
+            continue
+        got, honest = rows[student], rows[twin]
+        assert got["fate"] == "graded" and honest["fate"] == "graded", (student, got["details"])
+        assert got["score"] <= honest["score"], (student, got["score"], honest["score"])
+        assert module.WEAKNESS in TRUSTED_SIDE
+        for words in getattr(module, "NEVER_IN_REPORT", ()):
+            assert words not in report_page, (student, words)

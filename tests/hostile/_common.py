@@ -1,7 +1,8 @@
 """Shared by the trick submissions in this folder (files starting with _ are not cases).
 
 A case is one trick, as a student who wants points would try it. Each file says which
-weakness of issue 8 it attacks (``WEAKNESS``, 1-9, see ``WEAKNESSES``) and either
+weakness it attacks (``WEAKNESS``: 1-9 of issue 8, see ``WEAKNESSES``; 10-13 of issue 17,
+attacks on the trusted side in the later units, see ``TRUSTED_SIDE``) and either
 
 - is a notebook: ``STUDENT_ID``, ``ANSWERS`` (answer cell -> code) or ``transform(nb)``,
   ``EXPECTED_SCORE``, ``EXPECTED_FATE`` and, optionally, ``EXPECTED_DETAIL`` (words the
@@ -37,6 +38,19 @@ WEAKNESSES = {
     8: "hidden-test source printed into the student's own feedback",
     9: "forged nbgrader metadata; nested user namespaces",
 }
+TRUSTED_SIDE = {
+    10: "the test kernel's memory read back through forged or partial data",
+    11: "the test's own objects, from which it computes expected values, written",
+    12: "a student's words filed in the class report as the tests' hints",
+    13: "data that chooses imports, or unbounded work, in the trusted kernel",
+}
+
+
+def unit_tricks(unit: str) -> list:
+    """The trick modules of ``unit`` (those of tests/hostile that name it)."""
+    from tests.class_fixture import hostile_modules
+
+    return [m for m in hostile_modules(unit)]
 
 
 def with_trick(trick: str, cell: str = "q1_prepare_batch", base=None) -> dict:
