@@ -138,6 +138,8 @@ class TwoKernelExecute(Execute):
                         with clock.step("answer cells"):
                             await self._run_student_cell(cell, index)
                 self.set_widgets_metadata()
+                for what in await session.too_costly():
+                    self.events.append({"event": "too_costly", "what": what})
         except testkernel.TestKernelProblem as problem:
             kernel.close()
             self._withhold(tests, str(problem))

@@ -79,6 +79,8 @@ def decide(events: list[dict]) -> tuple[str, list[str]]:
             details.append(f"kernel stopped ({e['where']}): {e['reason']}; later cells scored 0")
             if _status(e["reason"]) in CPU_LIMIT_STATUSES and not (memory or wall):
                 cpu = True
+        elif kind == "too_costly":
+            details.append(f"an answer was too costly to check, and its test scored 0: {e['what']}")
         elif kind == "output_truncated":
             details.append(f"output over {e['limit_mb']:g} MB dropped")
     if timeouts:

@@ -447,7 +447,7 @@ class SandboxMixin(Configurable):
         """The running processes of the template's tree that are not the template's own."""
         own = getattr(self, "_own_processes", None) or {}
         pid = getattr(self.provisioner, "pid", None)
-        return [p for key, p in _tree(pid).items() if key not in own and _running(p)] if pid else []
+        return [p for key, p in _tree(pid).items() if key not in own and is_running(p)] if pid else []
 
     def end_forked_kernels(self) -> None:
         """Kill every kernel the template forked, and wait until they are gone."""
@@ -458,7 +458,7 @@ class SandboxMixin(Configurable):
             except psutil.NoSuchProcess:
                 pass
         deadline = time.monotonic() + 5
-        while any(_running(p) for p in procs) and time.monotonic() < deadline:
+        while any(is_running(p) for p in procs) and time.monotonic() < deadline:
             time.sleep(0.01)
 
     async def _wait_for_sockets(self) -> None:
@@ -509,7 +509,7 @@ class SandboxMixin(Configurable):
         pid = getattr(self.provisioner, "pid", None)
         if own is None or not pid:
             return 0
-        strays = [p for key, p in _tree(pid).items() if key not in own and _running(p)]
+        strays = [p for key, p in _tree(pid).items() if key not in own and is_running(p)]
         for p in strays:
             try:
                 p.send_signal(signal.SIGKILL)
@@ -598,7 +598,7 @@ def _tree(pid: int) -> dict:
     return tree
 
 
-def _running(p: psutil.Process) -> bool:
+def is_running(p: psutil.Process) -> bool:
     try:
         return p.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

@@ -32,6 +32,11 @@ def read_reply(text: str) -> dict:
         return {"failed": f"your kernel's answer could not be read ({type(exc).__name__})"}
 
 
+# Answers refused as too costly to check in this kernel (one submission's: a test kernel
+# serves one), read by the grader at the end for the report.
+TOO_COSTLY: list[str] = []
+
+
 class StudentAnswerError(Exception):
     """The student's kernel could not give a usable answer (it stopped, or sent
     something that is not plain data)."""
@@ -110,6 +115,7 @@ class StudentFunction:
                 if after is not None and plaindata.in_place(kwargs[key]):
                     plaindata.update_in_place(kwargs[key], after, budget)
         except plaindata.TooCostly as exc:
+            TOO_COSTLY.append(f"{self.name}(...): {protocol.message_text(exc)}")
             raise StudentAnswerError(
                 f"{self.name}(...) sent back an answer too costly to check: "
                 f"{protocol.message_text(exc)}") from None
@@ -182,6 +188,7 @@ def bind(namespace: dict, names: list[str]) -> None:
             try:
                 namespace[name] = plaindata.decode(data, budget=budget)
             except plaindata.TooCostly as exc:
+                TOO_COSTLY.append(f"{name}: {protocol.message_text(exc)}")
                 namespace[name] = Unreadable(name, "too costly to check: " + protocol.message_text(exc))
             except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
                 namespace[name] = Unreadable(name, protocol.message_text(exc))

@@ -13,6 +13,7 @@ the submission's test points are then withheld, and its fate says why.
 """
 from __future__ import annotations
 
+import ast
 import json
 import secrets
 import shutil
@@ -27,7 +28,8 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates, protocol
-from autograder.kernel import SOCKETS_IN_SANDBOX, SandboxedKernelManager, guarded_context, kill_tree
+from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, guarded_context, is_running,
+                               kill_tree)
 from autograder.outputs import content_size
 from autograder.sandbox import Sandbox
 
@@ -75,6 +77,7 @@ class TestKernel:
         self.starts = 0  # templates started
         self.forks = 0  # kernels forked, over all its templates (each gets new ports)
         self.folder: Path | None = None
+        self.forked: list = []  # the processes of the kernel forked last
 
     @property
     def reused(self) -> bool:
@@ -94,6 +97,7 @@ class TestKernel:
         except Exception as exc:  # noqa: BLE001
             self.close()
             raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
+        self.forked = self.km.forked_kernels()  # looked up once: alive() runs per message
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
         kc = AsyncKernelClient(context=guarded_context(max_bytes, True))
         kc.load_connection_info({**connection, "ip": ip})
@@ -134,13 +138,7 @@ class TestKernel:
         km = self.km
         if km is None or km.provisioner is None or km.provisioner.process.poll() is not None:
             return False
-        for p in km.forked_kernels():
-            try:
-                if p.status() != "zombie":
-                    return True
-            except Exception:  # noqa: BLE001 - psutil.NoSuchProcess: gone
-                continue
-        return False
+        return any(is_running(p) for p in self.forked)
 
     def close(self) -> None:
         km, self.km = self.km, None
@@ -161,8 +159,9 @@ class Session:
     kc: object
     plan: object
     cell_timeout: float
-    budget: object  # execute.OutputBudget, shared with the student's kernel's outputs
+    budget: object  # outputs.OutputBudget, shared with the student's kernel's outputs
     done: set = field(default_factory=set)
+    last_reply: dict | None = None
 
     def end(self) -> None:
         """Stop talking to this submission's test kernel and kill it: the next one is a
@@ -194,7 +193,21 @@ class Session:
         if status != "ok":
             raise TestKernelProblem(f"{what} failed in the test kernel: {_error_text(outputs)}")
 
-    async def execute(self, code: str, bridge=None, keep: bool = True):
+    async def too_costly(self) -> list[str]:
+        """What this submission's answers had refused as too costly to check, as the test
+        kernel's trusted side noted it (``test_side.TOO_COSTLY``); read through the
+        execute reply's user expressions, which no student's text can fill."""
+        expression = ("__import__('json').dumps(__import__('autograder.test_side', "
+                      "fromlist=['_']).TOO_COSTLY[:20])")
+        status, _ = await self.execute("", keep=False, expressions={"costly": expression})
+        value = (self.last_reply or {}).get("user_expressions", {}).get("costly", {})
+        try:
+            noted = json.loads(ast.literal_eval(value["data"]["text/plain"]))
+        except Exception:  # noqa: BLE001 - nothing noted, or no answer: nothing to say
+            return []
+        return [protocol.message_text(n) for n in noted if type(n) is str]
+
+    async def execute(self, code: str, bridge=None, keep: bool = True, expressions=None):
         """Run one cell; forward its requests to the student's kernel through ``bridge``.
 
         The cell's own time (not counting the student's functions, which the bridge
@@ -203,6 +216,7 @@ class Session:
         kc = self.kc
         # Trusted code's outputs are not kept: it runs silent (no input echo, no result).
         msg_id = kc.execute(code, silent=not keep, store_history=False,
+                            user_expressions=expressions or {},
                             allow_stdin=bridge is not None, stop_on_error=False)
         outputs: list = []
         reply = None
@@ -248,6 +262,7 @@ class Session:
                     outputs.clear()
                 elif kind in OUTPUT_MSGS and keep:
                     self.budget.add(outputs, output_from_msg(msg), content_size(msg["content"]))
+        self.last_reply = reply
         status = reply.get("status", "error")
         if not keep and status == "error":
             # Not kept: the notebook never shows them. The error still says what failed.

@@ -120,5 +120,7 @@ def test_tricks_on_the_trusted_side_gain_nothing(graded):
         assert got["fate"] == "graded" and honest["fate"] == "graded", (student, got["details"])
         assert got["score"] <= honest["score"], (student, got["score"], honest["score"])
         assert module.WEAKNESS in TRUSTED_SIDE
+        if getattr(module, "COSTLY", False):  # the report says which answer was refused
+            assert any("too costly to check" in d for d in got["details"]), got["details"]
         for words in getattr(module, "NEVER_IN_REPORT", ()):
             assert words not in report_page, (student, words)

@@ -16,3 +16,4 @@ def train_step(model, optimizer, inputs, labels):
     return torch.empty(560_000_000, device="meta")
 '''}
 TWIN = None
+COSTLY = True  # the report names the refused answer
