@@ -227,11 +227,16 @@ def training_fallback_html(parameters: int) -> str:
         'it, and shows the steps and samples per second it measures.</p>'
         '<p>Predict before you train: on your device, how much slower is training when the '
         'loss is read at every step rather than every 100 steps?</p>'
+        '<p>A second mode, <i>modelled GPU</i>, works out the same speeds for a GPU from '
+        'made-up times, labelled as such: what a read would cost where there is no GPU to '
+        'measure.</p>'
         '<details><summary>What to look for</summary>'
         '<p>Each read is <code>loss.item()</code>. On a GPU it makes the CPU wait for the GPU to '
-        'finish every step queued so far, so reading at every step costs speed. On a CPU there '
-        'is no queue, and a read costs little. A larger batch gives more samples per second '
-        'on either.</p></details></div>')
+        'finish every step queued so far, and the GPU then idles while the CPU queues the next '
+        'step. How much that costs depends on how long the GPU\'s step takes next to the '
+        'CPU\'s time to queue it: most when the two are close, little when either one is much '
+        'the slower. On a CPU there is no queue, and a read costs little. A larger batch gives '
+        'more samples per second on either.</p></details></div>')
 
 
 # -- the input pipeline ------------------------------------------------------------------------
@@ -321,7 +326,8 @@ def pipeline_fallback_html(pipelines, best) -> str:
         '<p><b>The pipeline timeline</b> runs in a running notebook (run this one, or open it in '
         'Colab or Binder). It draws 8 batches through three lanes, <i>load</i> on the CPU, '
         '<i>copy</i> over the link and <i>compute</i> on the GPU, with made-up speeds of a real '
-        'shape or the speeds of your machine. Controls: <i>Loader workers</i>, <i>Pinned '
+        'shape or the speeds of your machine. Controls: <i>Loader workers</i> (0: the main '
+        'process loads each batch, and the stages run one after another), <i>Pinned '
         'memory</i>, <i>Copy on a side stream</i>, <i>Copied as</i> (uint8 or float32) and '
         '<b>Run</b>.</p>'
         '<p>Predict before you run it: with the made-up speeds, which settings keep the GPU '

@@ -53,12 +53,29 @@ class SyntheticImages(Dataset):
         return image.contiguous()
 
 
-def normalize(images: torch.Tensor, mean=MEAN, std=STD) -> torch.Tensor:
-    """uint8 images (N, C, H, W) -> float32 in [0, 1], then per channel (x - mean) / std,
-    on whatever device the images are."""
-    shape = (1, -1, 1, 1) if images.dim() == 4 else (-1, 1, 1)
-    mean = torch.tensor(mean, dtype=torch.float32, device=images.device).view(shape)
-    std = torch.tensor(std, dtype=torch.float32, device=images.device).view(shape)
+def channel_stats(device, mean=MEAN, std=STD) -> tuple[torch.Tensor, torch.Tensor]:
+    """The per-channel mean and std as float32 tensors of shape (1, C, 1, 1) on ``device``.
+
+    Make them once, before the loop, and pass them to every ``normalize`` call. Whatever the
+    ``device`` argument says, ``torch.tensor(...)`` builds its tensor on the CPU from the
+    Python numbers and then copies it to the device: on a GPU, from pageable memory, a copy
+    the CPU waits for (PyTorch's ``torch/csrc/utils/tensor_new.cpp``). Made once, that is two
+    small copies in all; made inside the loop, two hidden waits a batch."""
+    shape = (1, -1, 1, 1)
+    return (torch.tensor(mean, dtype=torch.float32).view(shape).to(device),   # built on the CPU,
+            torch.tensor(std, dtype=torch.float32).view(shape).to(device))    # then copied once
+
+
+def normalize(images: torch.Tensor, stats: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """uint8 images (N, C, H, W) or (C, H, W) -> float32 in [0, 1], then per channel
+    (x - mean) / std, on whatever device the images are.
+
+    ``stats`` is ``channel_stats(device)``, made once before the loop: then a call copies
+    nothing between devices. Without it the call makes its own, which is free on the CPU
+    but two small copies (and waits) on a GPU, every call."""
+    mean, std = stats if stats is not None else channel_stats(images.device)
+    if images.dim() == 3:
+        mean, std = mean.view(-1, 1, 1), std.view(-1, 1, 1)
     return (images.float() / 255 - mean) / std
 
 
@@ -80,11 +97,12 @@ def ms(stmt: str, env: dict, min_run_time: float = 0.2, threads: int = 1) -> flo
 def measure_speeds(device: str, batch: int = BATCH, min_run_time: float = 0.2) -> Speeds:
     """Each stage of one batch of ``batch`` images, measured where this machine can."""
     data = SyntheticImages()
-    env = {"data": data, "collate": default_collate, "normalize": normalize, "batch": batch}
+    env = {"data": data, "collate": default_collate, "normalize": normalize, "batch": batch,
+           "stats": channel_stats("cpu")}
     load = ms("collate([data[i] for i in range(batch)])", env, min_run_time)
     images = default_collate([data[i] for i in range(batch)])
     env["images"] = images
-    norm = ms("normalize(images)", env, min_run_time)
+    norm = ms("normalize(images, stats)", env, min_run_time)
     uint8_bytes = images.nelement() * images.element_size()
     cores = cpu_cores()
     source = [("load", f"measured here: one worker (one CPU thread) loads a batch of {batch}"),
@@ -122,9 +140,10 @@ def _small_step(batch: int):
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 10)).to("cuda")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     labels = torch.randint(0, 10, (batch,), device="cuda")
+    stats = channel_stats("cuda")  # once, before the steps: no copy inside a step
 
     def step(images):
-        loss = torch.nn.functional.cross_entropy(model(normalize(images)), labels)
+        loss = torch.nn.functional.cross_entropy(model(normalize(images, stats)), labels)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -136,16 +155,16 @@ def copy_lines(device: str, images: torch.Tensor, min_run_time: float = 0.2) -> 
     """On a GPU: the batch as float32 copied from pageable memory, from memory pinned
     beforehand, and pinned then copied, each measured. Without one: what it would measure."""
     floats = normalize(images)
-    size = f"{floats.nelement() * floats.element_size() / 1e6:.3g} MB"
+    size = f"{floats.nelement() * floats.element_size() / 1e6:.3g} MB"  # of this batch, as float32
     if device != "cuda":
         return [f"No GPU here: nothing to copy to, so no copy is timed. On a GPU this cell times "
-                f"the {size} float32 batch copied from pageable memory, from pinned memory, and "
-                "pinned then copied."]
+                f"the {size} float32 batch of {len(images)} images copied from pageable memory, "
+                "from pinned memory, and pinned then copied."]
     env = {"floats": floats, "pinned": floats.pin_memory()}
     lines = []
     for what, stmt in [("from pageable memory, floats.to('cuda')", "floats.to('cuda')"),
                        ("from pinned memory (pinned beforehand)", "pinned.to('cuda')"),
                        ("pinned, then copied, floats.pin_memory().to('cuda')", "floats.pin_memory().to('cuda')")]:
         took = ms(stmt, env, min_run_time)
-        lines.append(f"copy {size} {what}: {took:.3f} ms, {floats.nelement() * 4 / took / 1e6:.1f} GB/s (measured)")
+        lines.append(f"copy {size} ({len(images)} images as float32) {what}: {took:.3f} ms, {floats.nelement() * 4 / took / 1e6:.1f} GB/s (measured)")
     return lines

@@ -11,8 +11,10 @@ Each batch goes through three stages:
 pipeline would run them, and ``steady_ms()`` is the time per batch once it is full.
 The rules, each one a fact about PyTorch or CUDA (the lesson cites the sources):
 
-* with ``workers = 0`` the main process loads each batch itself: here every stage
-  waits for the one before (the model's simplification: "one after another");
+* with ``workers = 0`` the main process loads each batch itself, and every stage waits
+  for the one before: this, and only this, is what "one after another" means here (a
+  simplification: a real loop could load the next batch while the GPU computes, as the
+  lesson's Go further says);
 * with ``workers >= 1`` each worker loads whole batches, in turn (batch i goes to worker
   i mod workers), at most ``prefetch_factor = 2`` batches each ahead of the loop; more
   workers than CPU cores share those cores;
@@ -22,9 +24,11 @@ The rules, each one a fact about PyTorch or CUDA (the lesson cites the sources):
 * a pageable copy is slower than a pinned one (the driver stages it through a pinned
   buffer); a float32 batch has 4 times the bytes of a uint8 one.
 
-Left out, and said so where it is shown: the pin thread's own copy, the GPU's conversion
-of a uint8 batch (a few hundredths of a millisecond at the GPU's memory speed), and the
-time to queue work.
+Left out, and said so where it is shown: pinning, itself a copy on the CPU (done in a
+background thread when there are workers, inline in the main process when there are none),
+the GPU's conversion of a uint8 batch (tenths of a millisecond for 256 images as four separate
+operations at an H100's memory speed, the lesson's Go further counts it), and the time to
+queue work.
 """
 from __future__ import annotations
 
@@ -87,7 +91,23 @@ class Speeds:
             raise ValueError(f"Speeds: cores must be at least 1, got {self.cores!r}")
 
     def said(self, stage: str) -> str:
+        """Where the figure of ``stage`` comes from, in words."""
         return dict(self.source).get(stage, "")
+
+    def stage_line(self, stage: str) -> str:
+        """The figure of ``stage`` for one batch, its batch size, and where it comes from."""
+        mb = self.uint8_bytes / 1e6
+        figures = {
+            "load": f"{self.load_ms:.3g} ms for one worker to load a batch of {self.batch}",
+            "normalize": f"{self.normalize_ms:.3g} ms more to make a batch of {self.batch} float32",
+            "copy": (f"{self.pinned_gb_s:.3g} GB/s from pinned memory, {self.pageable_gb_s:.3g} GB/s "
+                     f"from pageable: {mb / self.pinned_gb_s:.3g} ms for the {mb:.3g} MB "
+                     f"of a batch of {self.batch} as uint8, from pinned memory"),
+            "compute": f"{self.compute_ms:.3g} ms for the GPU's step on a batch of {self.batch}",
+        }
+        if stage not in figures:
+            raise ValueError(f"stage must be one of {sorted(figures)}, got {stage!r}")
+        return f"{stage}: {figures[stage]} ({self.said(stage)})"
 
 
 @dataclass(frozen=True)

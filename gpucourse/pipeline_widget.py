@@ -203,12 +203,15 @@ def _rule_html(pipeline: Pipeline) -> str:
     cores = (f" This machine has {speeds.cores} CPU core{'s' * (speeds.cores != 1)}: more workers "
              "share them." if speeds.cores else "")
     lines = [
-        f"load: {pipeline.load_ms():.3g} ms a batch for one worker ({load_words}).{cores}",
-        f"copy: {pipeline.copy_ms():.3g} ms for {pipeline.batch_bytes() / 1e6:.3g} MB as "
-        f"{settings.dtype} from {'pinned' if settings.pinned else 'pageable'} memory "
+        f"load: {pipeline.load_ms():.3g} ms a batch of {speeds.batch} for one worker "
+        f"({load_words}).{cores}",
+        f"copy: {pipeline.copy_ms():.3g} ms for {pipeline.batch_bytes() / 1e6:.3g} MB, a batch of "
+        f"{speeds.batch} as {settings.dtype}, from {'pinned' if settings.pinned else 'pageable'} memory "
         f"({speeds.said('copy')}).",
         f"compute: {pipeline.compute_ms():.3g} ms ({speeds.said('compute')}).",
-        "The copy overlaps the step only from pinned memory on a side stream. Left out: the "
-        "pin thread's own copy, and converting a uint8 batch on the GPU.",
+        "No workers means the main process loads each batch and every stage waits for the one "
+        "before: one after another. The copy overlaps the step only from pinned memory on a "
+        "side stream. Left out: pinning itself (a copy on the CPU), and converting a uint8 "
+        "batch on the GPU.",
     ]
     return "<small>" + "<br>".join(escape(line) for line in lines) + "</small>"

@@ -271,19 +271,21 @@ class ReadCost:
     def explain(self) -> str:
         change = self._change()
         if self.device == "cuda":
-            return (f"On this GPU, reading every step was {change}. Each read made the CPU wait "
-                    "until the GPU had finished the step, and the GPU then sat idle while the "
-                    "CPU queued the next one. Read rarely, and the CPU stays ahead, queueing "
-                    "work while the GPU computes.")
+            return (f"On this GPU, reading every step was {change} (measured). Each read made the "
+                    "CPU wait until the GPU had finished the steps queued so far, and the GPU then "
+                    "sat idle while the CPU queued the next one. Read rarely, and the CPU stays "
+                    "ahead, queueing work while the GPU computes.")
         why = ("On a CPU there is no queue: each operation has finished when its Python call "
                "returns, so .item() has nothing to wait for and only copies one number out.")
+        gpu = ("No GPU here, so nothing was measured on one. On a GPU a read makes the CPU wait "
+               "for the queue to empty: how much that costs depends on how long the GPU's step "
+               "takes next to the CPU's time to queue it. The widget's \"modelled GPU\" mode "
+               "shows it, with made-up times.")
         if self.slowdown < 1.15:
-            return (f"On this CPU, reading every step was {change}: little. {why} On a GPU "
-                    "each read is a wait, and the same change costs much more; the widget "
-                    "below measures it on whatever device this notebook has.")
-        return (f"On this CPU, reading every step was {change}. {why} A difference this "
+            return f"On this CPU, reading every step was {change} (measured): little. {why} {gpu}"
+        return (f"On this CPU, reading every step was {change} (measured). {why} A difference this "
                 "large is more likely other programs sharing this machine's cores than the "
-                "reads: run the cell again and compare.")
+                f"reads: run the cell again and compare. {gpu}")
 
     def _change(self) -> str:
         if self.slowdown >= 1.5:
@@ -307,3 +309,87 @@ def measure_reads(device: str, often: int = 1, rarely: int = 100, batch_size: in
         timer = benchmark.Timer(stmt=f"trainer.run(steps={steps})", globals={"trainer": trainer})
         speeds.append(steps / timer.blocked_autorange(min_run_time=min_run_time).median)
     return ReadCost(str(device), batch_size, often, rarely, *speeds)
+
+
+# -- what reading the loss would cost on a GPU, modelled -----------------------------------
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU training loop as plain arithmetic, with made-up times: no GPU is measured.
+
+    GPU work is queued (PyTorch's CUDA semantics, asynchronous execution): the CPU spends
+    ``queue_ms`` queueing one step's operations and moves on, while the GPU runs the steps in
+    order, ``gpu_ms(batch)`` each. A read of the loss (``.item()``) makes the CPU wait until
+    the GPU has run every step queued so far, then copy one number back (``read_ms``); only
+    then does the CPU queue the next step, while the GPU sits idle.
+
+    So for ``n`` steps between reads, the steps queued at ``queue_ms`` each and run at
+    ``gpu_ms`` each finish at ``max(n * queue_ms + gpu_ms, queue_ms + n * gpu_ms)``, and
+    the read adds ``read_ms``. Never reading, a step takes ``max(queue_ms, gpu_ms)``: the
+    slower of the two sets the pace, and the other one hides behind it.
+
+    The default times are made up, of a plausible shape for a network this small (the
+    lesson says so wherever it shows them): many tiny operations, so queueing a step takes
+    the CPU longer than running it takes the GPU, unless the batch is large.
+    """
+
+    queue_ms: float = 0.5             # CPU time to queue one step's operations (made up)
+    gpu_fixed_ms: float = 0.05        # GPU time per step, whatever the batch (made up)
+    gpu_per_sample_ms: float = 0.001  # GPU time per sample in the batch (made up)
+    read_ms: float = 0.02             # copying the loss back, once the GPU has caught up (made up)
+
+    def __post_init__(self):
+        for name in ("queue_ms", "gpu_fixed_ms", "gpu_per_sample_ms", "read_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"GpuModel: {name} must be a finite number >= 0, got {value!r}")
+        if self.queue_ms + self.gpu_fixed_ms <= 0:
+            raise ValueError("GpuModel: a step must take some time")
+
+    def gpu_ms(self, batch_size: int) -> float:
+        _check_positive("batch_size", batch_size)
+        return self.gpu_fixed_ms + self.gpu_per_sample_ms * batch_size
+
+    def ms_per_step(self, read_every: int | None, batch_size: int) -> float:
+        """Mean time of a step, reading the loss every ``read_every`` steps (None: never)."""
+        queue, gpu = self.queue_ms, self.gpu_ms(batch_size)
+        if read_every is None:
+            return max(queue, gpu)
+        _check_positive("read_every", read_every)
+        n = read_every
+        return (max(n * queue + gpu, queue + n * gpu) + self.read_ms) / n
+
+    def steps_per_s(self, read_every: int | None, batch_size: int) -> float:
+        return 1000 / self.ms_per_step(read_every, batch_size)
+
+    def gpu_busy(self, read_every: int | None, batch_size: int) -> float:
+        """The share of the time the GPU computes (0 to 1)."""
+        return self.gpu_ms(batch_size) / self.ms_per_step(read_every, batch_size)
+
+    def slowdown(self, read_every: int, batch_size: int, against: int = 100) -> float:
+        """How many times slower reading every ``read_every`` steps is than every ``against``."""
+        return self.ms_per_step(read_every, batch_size) / self.ms_per_step(against, batch_size)
+
+    def assumptions(self, batch_size: int) -> str:
+        return (f"made-up times: the CPU queues a step in {self.queue_ms:g} ms; the GPU runs it in "
+                f"{self.gpu_ms(batch_size):.3g} ms for a batch of {batch_size}; a read copies the "
+                f"loss back in {self.read_ms:g} ms")
+
+    def sentence(self, read_every: int, batch_size: int, against: int = 100) -> str:
+        """e.g. "modelled GPU, read every step, batch 64: 1,580 steps/s, GPU busy 18%;
+        every 100 steps: 1,990 steps/s; 1.26 times slower (made-up times: ...)"."""
+        return (f"modelled GPU, read every {_steps(read_every)}, batch {batch_size}: "
+                f"{self.steps_per_s(read_every, batch_size):,.0f} steps/s, GPU busy "
+                f"{self.gpu_busy(read_every, batch_size):.0%}; every {_steps(against)}: "
+                f"{self.steps_per_s(against, batch_size):,.0f} steps/s, GPU busy "
+                f"{self.gpu_busy(against, batch_size):.0%}; "
+                f"{_ratio(self.slowdown(read_every, batch_size, against))} "
+                f"({self.assumptions(batch_size)}; not a measurement)")
+
+
+def _ratio(slowdown: float) -> str:
+    if abs(slowdown - 1) < 0.005:
+        return "as fast"
+    if slowdown > 1:
+        return f"{slowdown:.2f} times slower"
+    return f"{1 / slowdown:.2f} times faster"

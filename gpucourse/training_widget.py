@@ -21,7 +21,13 @@ Stable CSS classes, for browser tests and styling:
 ``training-status``      the live line: step, measured steps/s and samples/s
 ``training-curve``       the loss curve (SVG)
 ``training-speeds``      the measured speeds, one row per setting
+``training-mode``        "measured here" or "modelled GPU (made-up times)"
+``training-modelled``    the modelled GPU's speeds for the sliders' setting
 =======================  ====================================================
+
+The modelled-GPU mode is ``gpucourse.training.GpuModel``, plain arithmetic on made-up
+times, for a learner without a GPU to see what a read costs on one. It is labelled as a
+model wherever it is shown and never mixed with a measured figure.
 
 Both sliders are named for screen readers after their labels (``widget_access``).
 """
@@ -33,7 +39,7 @@ from html import escape
 import ipywidgets as widgets
 
 from .figures import CPU_COLOUR, GPU_COLOUR, loss_curve_svg, training_fallback_html
-from .training import Trainer, make_network, parameter_count
+from .training import GpuModel, Trainer, make_network, parameter_count
 from .widget_access import named, slider_namer
 
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -55,11 +61,12 @@ class TrainingWidget:
 
     def __init__(self, device: str = "cpu", read_every: int = 10, batch_size: int = 64,
                  max_steps: int = MAX_STEPS, chunk_seconds: float = CHUNK_SECONDS,
-                 seed: int = 0):
+                 seed: int = 0, gpu_model: GpuModel | None = None):
         if batch_size not in BATCH_SIZES:
             raise ValueError(f"batch_size must be one of {BATCH_SIZES}, got {batch_size!r}")
         self.device, self.max_steps, self.seed = str(device), max_steps, seed
         self.chunk_seconds = chunk_seconds
+        self.gpu_model = gpu_model or GpuModel()
         self.trainer: Trainer | None = None
         self.rows: list = []  # measured segments of finished runs, then the current run's
         self._task = None
@@ -76,22 +83,30 @@ class TrainingWidget:
         self.status = widgets.HTML()
         self.curve = widgets.HTML()
         self.speeds = widgets.HTML()
+        self.mode = widgets.ToggleButtons(
+            options=[(f"measured here ({self.device})", "measured"),
+                     ("modelled GPU (made-up times)", "modelled")],
+            value="measured", description="Speeds", style={"button_width": "220px"})
+        self.modelled = widgets.HTML()
         self.view = widgets.VBox([
             self.read_every, self.batch,
             widgets.HBox([self.train_button, self.stop_button]),
-            self.status, self.curve, self.speeds, slider_namer()])
+            self.status, self.curve, self.mode, self.speeds, self.modelled, slider_namer()])
         for widget, name in [(self.view, "training"), (self.read_every, "training-read-every"),
                              (self.batch, "training-batch"), (self.train_button, "training-train"),
                              (self.stop_button, "training-stop"), (self.status, "training-status"),
-                             (self.curve, "training-curve"), (self.speeds, "training-speeds")]:
+                             (self.curve, "training-curve"), (self.speeds, "training-speeds"),
+                             (self.mode, "training-mode"), (self.modelled, "training-modelled")]:
             widget.add_class(name)
 
         self.read_every.observe(self._on_read_every, names="value")
         self.batch.observe(self._on_batch, names="value")
+        self.mode.observe(self._on_mode, names="value")
         self.train_button.on_click(self._on_train)
         self.stop_button.on_click(self._on_stop)
         self._set_status(self._ready_text())
         self._draw()
+        self._draw_modelled()
 
     # -- what tests and the notebook read ---------------------------------------------
     @property
@@ -101,6 +116,13 @@ class TrainingWidget:
     @property
     def status_text(self) -> str:
         return self._status_text
+
+    @property
+    def modelled_text(self) -> str:
+        """The modelled GPU's speeds for the sliders' setting ("" in the measured mode)."""
+        if self.mode.value != "modelled":
+            return ""
+        return self.gpu_model.sentence(self.read_every.value, self.batch.value)
 
     # -- training -----------------------------------------------------------------------
     async def train(self, pause: float = 0.01) -> None:
@@ -153,6 +175,7 @@ class TrainingWidget:
         self._stop_asked = True  # the task ends after its current chunk
 
     def _on_read_every(self, change) -> None:
+        self._draw_modelled()
         if self.trainer is not None and self.training:
             self.trainer.set_read_every(change["new"])
             self._draw()
@@ -160,11 +183,25 @@ class TrainingWidget:
             self._set_status(self._ready_text())
 
     def _on_batch(self, change) -> None:
+        self._draw_modelled()
         if self.trainer is not None and self.training:
             self.trainer.set_batch_size(change["new"])
             self._draw()
         else:
             self._set_status(self._ready_text())
+
+    def _on_mode(self, _change) -> None:
+        self._draw_modelled()
+
+    def _draw_modelled(self) -> None:
+        """The modelled mode hides the measured table and shows the model; the measured mode
+        the reverse, so that no line mixes the two."""
+        modelled = self.mode.value == "modelled"
+        self.speeds.layout.display = "none" if modelled else None
+        self.modelled.layout.display = None if modelled else "none"
+        self.modelled.value = (
+            f'<div role="status"><b>Modelled, not measured:</b> {escape(self.modelled_text)}</div>'
+            if modelled else "")
 
     def _ready_text(self) -> str:
         """What Train will do, said back when a slider moves: the settings as the kernel has them."""

@@ -140,11 +140,23 @@ def main_path_and_further(nb):
     return main, further
 
 
+WIDGET_CELL = re.compile(r"^from gpucourse\.\w+_widget import", flags=re.M)
+
+
 def minutes(cells) -> float:
-    """Reading time: 180 words a minute, and half a minute to run and read each code cell."""
-    words = sum(len((c[1] if isinstance(c, tuple) else c).split()) for c in cells)
-    code = sum(1 for c in cells if isinstance(c, tuple) and c[0] == "code")
-    return words / 180 + code / 2
+    """An honest estimate of a learner's time, not a reader's: 180 words a minute; half a
+    minute to run and read each code cell; a minute to think before each prediction prompt;
+    two more minutes to play with each interactive widget; and a minute to write each Check
+    yourself answer before opening it."""
+    sources = [c[1] if isinstance(c, tuple) else c for c in cells]
+    code = [c[1] for c in cells if isinstance(c, tuple) and c[0] == "code"]
+    prose = [c[1] if isinstance(c, tuple) else c for c in cells
+             if not (isinstance(c, tuple) and c[0] == "code")]
+    words = sum(len(source.split()) for source in sources)
+    predictions = sum(source.count("**Predict") for source in prose)
+    widgets = sum(1 for source in code if WIDGET_CELL.search(source))
+    answers = sum(source.count("*Your answer:*") for source in prose)
+    return words / 180 + len(code) / 2 + predictions + 2 * widgets + answers
 
 
 def stated_time(nb) -> tuple[int, int]:

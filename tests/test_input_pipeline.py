@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
-from gpucourse.image_batches import MEAN, STD, SyntheticImages, measure_speeds, normalize
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from gpucourse.image_batches import MEAN, STD, SyntheticImages, channel_stats, measure_speeds, normalize
 from gpucourse.input_pipeline import Pipeline, Settings, Speeds, assumed_speeds
 
 
@@ -107,6 +109,54 @@ def test_normalize_matches_the_formula_on_cpu_and_keeps_the_device_on_meta():
     assert torch.allclose(normalize(images), (images.float() / 255 - mean) / std)
     on_meta = normalize(images.to("meta"))
     assert (on_meta.device.type, on_meta.dtype, on_meta.shape) == ("meta", torch.float32, images.shape)
+
+
+class _Crossings(TorchDispatchMode):
+    """Records each operation that takes a CPU tensor and makes one on another device."""
+
+    def __init__(self):
+        super().__init__()
+        self.copies = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        inputs = [a.device.type for a in args if isinstance(a, torch.Tensor)]
+        if "cpu" in inputs and isinstance(out, torch.Tensor) and out.device.type != "cpu":
+            self.copies.append(str(func))
+        return out
+
+
+def test_channel_stats_copy_once_and_normalize_then_copies_nothing_per_batch():
+    """On `meta`, standing in for a GPU: the mean and std are built on the CPU and copied, two
+    copies in all, once; normalizing any number of batches with them crosses no link."""
+    with _Crossings() as made:
+        stats = channel_stats("meta")
+    assert made.copies == ["aten._to_copy.default"] * 2
+    assert [(s.device.type, s.dtype, tuple(s.shape)) for s in stats] == [("meta", torch.float32, (1, 3, 1, 1))] * 2
+    batch = torch.zeros(4, 3, 8, 8, dtype=torch.uint8, device="meta")
+    with _Crossings() as loop:
+        for _ in range(3):
+            out = normalize(batch, stats)
+    assert loop.copies == [] and (out.device.type, out.dtype, out.shape) == ("meta", torch.float32, batch.shape)
+    with _Crossings() as unprepared:  # without stats, each call makes (and copies) its own
+        normalize(batch)
+    assert unprepared.copies == ["aten._to_copy.default"] * 2
+    images = torch.randint(0, 256, (2, 3, 4, 5), dtype=torch.uint8)
+    assert torch.equal(normalize(images, channel_stats("cpu")), normalize(images))
+    assert torch.equal(normalize(images[0], channel_stats("cpu")), normalize(images)[0])  # one image, (C, H, W)
+
+
+def test_each_stage_line_gives_its_figure_its_batch_and_its_source():
+    speeds = assumed_speeds()
+    assert speeds.stage_line("load") == "load: 20 ms for one worker to load a batch of 256 (made up: 20 ms for one worker to load a batch)"
+    assert speeds.stage_line("normalize").startswith("normalize: 6 ms more to make a batch of 256 float32 (made up")
+    assert speeds.stage_line("copy").startswith(
+        "copy: 25 GB/s from pinned memory, 12.5 GB/s from pageable: 1.54 ms for the 38.5 MB of a batch "
+        "of 256 as uint8, from pinned memory (assumed: 25 GB/s")
+    assert speeds.stage_line("compute") == "compute: 8 ms for the GPU's step on a batch of 256 (made up: an 8 ms step on the GPU)"
+    with pytest.raises(ValueError, match="stage must be one of"):
+        speeds.stage_line("decode")
 
 
 def test_measured_speeds_on_the_cpu_measure_the_cpu_and_assume_the_rest():

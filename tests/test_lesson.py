@@ -177,9 +177,9 @@ def test_seed_sections_appear_in_order(committed):
     assert text.count("<details><summary>Answer</summary>") == 6
 
 
-def test_the_header_states_25_minutes_and_5_more(committed):
+def test_the_header_states_35_minutes_and_5_more(committed):
     header = committed.cells[0].source
-    assert '**Time:** about 25 minutes, and 5 more for "Go further"' in header
+    assert '**Time:** about 35 minutes, and 5 more for "Go further"' in header
 
 
 def test_what_goes_beyond_the_seed_is_in_go_further(committed):

@@ -80,9 +80,13 @@ def test_uint8_moves_a_quarter_of_the_bytes_and_normalizes_to_the_same_values(ex
 
 
 def test_the_bottleneck_is_found_from_stages_each_labelled(executed):
+    """Each stage prints its figure for a batch of 64, the batch it names, and its source."""
     lines = printed(cell_with(executed, "speeds = measure_speeds(device)")).strip().split("\n")
-    assert lines[0].startswith("load: measured here") and lines[1].startswith("normalize: measured here")
-    assert lines[2].startswith("copy: assumed (no GPU here)") and lines[3].startswith("compute: assumed (no GPU here)")
+    assert re.fullmatch(r"load: [\d.]+ ms for one worker to load a batch of 64 \(measured here: .*\)", lines[0])
+    assert re.fullmatch(r"normalize: [\d.]+ ms more to make a batch of 64 float32 \(measured here: .*\)", lines[1])
+    assert lines[2].startswith("copy: 25 GB/s from pinned memory, 12.5 GB/s from pageable: 0.385 ms for "
+                               "the 9.63 MB of a batch of 64 as uint8, from pinned memory (assumed (no GPU here)")
+    assert lines[3].startswith("compute: 2 ms for the GPU's step on a batch of 64 (assumed (no GPU here)")
     assert lines[4].startswith("with 2 workers, pinned, a side stream, uint8: ")
     assert lines[4].endswith("(CPU stages measured here; copy and GPU step assumed)")
 
@@ -103,13 +107,74 @@ def test_predictions_come_before_the_cells_that_answer_them(committed):
     def index(snippet):
         return next(i for i, s in enumerate(sources) if snippet in s)
 
-    for prompt, cell in [("how long does a batch take one after another?", "one_after_another = Pipeline("),
+    for prompt, cell in [("how long does a batch take one after another (no workers)?", "one_after_another = Pipeline("),
                          ("how many workers does it take", "for workers in (1, 2, 3, 4):"),
                          ("what does `pin_memory()` do on this machine?", "pinned = images.pin_memory()"),
                          ("can it start before\nthe copy is done?", "class Prefetcher:"),
                          ("how many MB is a batch of 256", "numbers = 256 * 3 * 224 * 224"),
                          ("**Predict, then press Run:**", "timeline = PipelineWidget(")]:
         assert index(prompt) < index(cell), prompt
+
+
+def test_one_after_another_means_loading_in_the_main_process(committed):
+    """The lesson, the widget and gpucourse.input_pipeline say it the same way."""
+    text = flat(markdown(committed))
+    assert ("With no workers (`num_workers=0`) the main process loads each batch itself, and in this "
+            "unit's model every stage then waits for the one before: that is what **one after another** "
+            "means here") in text
+    assert "how long does a batch take one after another (no workers)?" in text
+
+
+def test_answers_to_predictions_are_folded_until_asked_for(committed):
+    """What the cells under a prediction show is said only in a fold, never open beside it."""
+    text = flat(markdown(committed))
+    unfolded = flat(re.sub(r"<details>.*?</details>", "", markdown(committed), flags=re.S))
+    for answer in ["20 + 1.54 + 8 ms: about 29.5 ms a batch", "Three: 20 / 3 ≈ 6.7 ms",
+                   "the GPU computes 17% of the time", "12.3 + 8 ≈ 20.3 ms", "26 + 12.3 + 8 ms"]:
+        assert answer in text and answer not in unfolded, answer
+    assert "20.3 ms with 4 workers" not in text  # the table's "from 2 workers on", said the same way
+    assert "from 2 workers on, 12.3 + 8 ≈ 20.3 ms a batch, and more workers change nothing" in text
+
+
+def test_where_the_loader_pins_and_what_non_blocking_does_from_pageable_memory(committed):
+    text = flat(markdown(committed))
+    assert "pins every batch in a background thread" not in text
+    assert ("with `num_workers > 0`, a background thread of the main process pins each batch as it "
+            "arrives from a worker; with `num_workers=0`, the main process pins each batch itself, inline") in text
+    assert "From pageable memory, `non_blocking=True` has no effect" in text
+    assert "So pin first, or leave the flag out." in text
+    sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
+    assert "(https://docs.pytorch.org/docs/stable/generated/torch.Tensor.cuda.html)" in sources
+    assert "Otherwise, the argument has no effect." in sources
+    assert "(https://github.com/pytorch/pytorch/blob/main/torch/utils/data/dataloader.py)" in sources
+    assert "(https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html)" in sources
+
+
+def test_mean_and_std_are_made_once_before_the_function_and_never_said_to_be_made_on_the_device(committed):
+    source = cell_with(committed, "def to_device_uint8(images, device):").source
+    before, function = source.split("def to_device_uint8", 1)
+    body = function.split("\non_cpu =", 1)[0]
+    assert "mean = torch.tensor(MEAN).view(1, -1, 1, 1).to(device)" in before
+    assert "std = torch.tensor(STD).view(1, -1, 1, 1).to(device)" in before
+    assert "torch.tensor(" not in body and "mean.to(device), std.to(device)" in body
+    assert "non_blocking=True" not in source  # a pageable batch: the flag would do nothing
+    assert "made on the device" not in source
+    assert "`torch.tensor(MEAN, device=device)` would not make them on the device" in flat(markdown(committed))
+    measured = cell_with(committed, "normalize_ms = ms(").source
+    assert 'stats = channel_stats("cpu")' in measured and "normalize(images, stats)" in measured
+
+
+def test_go_further_gives_the_conversions_memory_traffic_as_four_operations_and_fused(committed):
+    """Counted from the bytes: .float() reads uint8 and writes float32; / 255, - mean and / std
+    each read and write float32. Fused, one read of uint8 and one write of float32."""
+    further = flat(markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0])
+    numbers = 256 * 3 * 224 * 224
+    four = numbers * (1 + 4) + 3 * numbers * (4 + 4)
+    fused = numbers * (1 + 4)
+    hbm = 3.35e12  # the H100 SXM's rated memory bandwidth, the lesson's source
+    assert f"about {four / 1e9:.2f} GB, about {four / hbm * 1e3:.2f} ms" in further  # 1.12 GB, 0.33 ms
+    assert f"{fused / 1e6:.0f} MB, about {fused / hbm * 1e3:.2f} ms" in further      # 193 MB, 0.06 ms
+    assert "tenth of a millisecond" not in further
 
 
 def test_check_yourself_asks_the_graded_questions_with_the_expected_answers(committed):

@@ -52,7 +52,10 @@ def test_the_device_error_is_shown_as_it_is_and_fixed(executed, committed):
     assert message.startswith("RuntimeError: ") and "device" in message
     shown = message.removeprefix("RuntimeError: ").strip()
     text = flat(markdown(committed))
-    assert "on `meta` it is the message above" in text and "cuda:0 and cpu!" in text
+    assert "on `meta` it is the message above" in text
+    # Only the stable beginning of CUDA's message is quoted: its ending changes between releases.
+    assert "the message begins `Expected all tensors to be on the same device` and goes on" in text
+    assert "cuda:0 and cpu" not in text
     assert shown == "Tensor on device meta is not on the expected device cpu!"
     assert printed(cell_with(executed, "far_model(cpu_batch.to(where))")) == "meta\n"
 
@@ -86,8 +89,11 @@ def test_the_cost_of_reads_is_measured_and_explained_honestly_on_the_cpu(execute
     often, rarely, why = printed(cell_with(executed, "cost = measure_reads(device)")).strip().split("\n")
     assert re.fullmatch(r"read every step: [\d,]+ steps/s \(measured on cpu, batch 64\)", often)
     assert re.fullmatch(r"read every 100 steps: [\d,]+ steps/s \(measured on cpu, batch 64\)", rarely)
-    assert why.startswith("On this CPU, reading every step was")
+    assert why.startswith("On this CPU, reading every step was") and "(measured)" in why
     assert "On a CPU there is no queue" in why
+    # Without a GPU, nothing is said about one as if it were measured.
+    assert "No GPU here, so nothing was measured on one." in why and "much more" not in why
+    assert 'The widget\'s "modelled GPU" mode shows it, with made-up times.' in why
     text = flat(markdown(committed))
     assert "On a CPU, reading every step and every 100 steps give close speeds" in text
     assert "That is the honest result here, not a flaw of the widget." in text
@@ -151,6 +157,51 @@ def test_predictions_come_before_the_cells_that_answer_them(committed):
                          ("how many\ntimes the weights' bytes", "step_memory(device)"),
                          ("what does `torch.load` do with a checkpoint", "saved_on_gpu(model)")]:
         assert index(prompt) < index(cell), prompt
+
+
+def test_the_modelled_gpu_figures_in_the_lesson_are_the_models_and_folded(committed):
+    from gpucourse.training import GpuModel
+
+    text = flat(markdown(committed))
+    unfolded = flat(re.sub(r"<details>.*?</details>", "", markdown(committed), flags=re.S))
+    model = GpuModel()
+    for batch in (64, 512):
+        said = f"about {model.slowdown(1, batch):.2f} times slower"
+        assert said in text and said not in unfolded, said
+    assert "close speeds" not in unfolded  # the widget's answer waits in its fold
+    assert "**modelled GPU (made-up times)**" in text and "measures nothing" in text
+
+
+def test_predictions_are_not_answered_above_their_prompts(committed):
+    sources = [c.source for c in committed.cells]
+
+    def index(snippet):
+        return next(i for i, s in enumerate(sources) if snippet in s)
+
+    # The multiples come after the memory cell, not above its prompt.
+    assert index("**4 times** for Adam") > index("step_memory(device)") > index("how many\ntimes the weights' bytes")
+    # The seven lines are listed without saying which ones wait; that comes after the cell.
+    prompt = sources[index("which of the seven lines stays on the device?")]
+    for line in ["`loss.item()`", "`float(loss)`", "`print(loss)`", "`loss.cpu()`",
+                 "`loss.detach().cpu().numpy()`", "`if loss < 0.1: ...`", "`total += loss.detach()`"]:
+        assert line in prompt, line
+    assert index("The other six all need the number on the host") > index("find_host_reads(device)")
+
+
+def test_torch_tensor_with_a_device_is_taught_as_a_copy(committed):
+    text = flat(markdown(committed))
+    assert ("`torch.tensor(data, device=device)` is different: it reads Python numbers (or an array) "
+            "that live on the CPU, so it builds the tensor there and then copies it to the device") in text
+    sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
+    assert "(https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/tensor_new.cpp)" in sources
+
+
+def test_peak_memory_counts_the_foreach_step(committed):
+    further = flat(markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0])
+    assert "`foreach` implementation by default" in further
+    assert "about one more copy of them at its peak (the `torch.optim.Adam` docs, `foreach`)" in further
+    sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
+    assert "uses ~ sizeof(params) more peak memory than the for-loop version" in sources
 
 
 def test_check_yourself_asks_the_graded_questions(committed):

@@ -74,11 +74,11 @@ def test_readme_lists_every_unit_in_course_order_with_level_time_and_badges(root
 
 def test_the_table_follows_a_lessons_header(checkout):
     lesson = checkout / "notebooks" / "gpu_training.ipynb"
-    lesson.write_text(lesson.read_text().replace("about 25 minutes, and 3 more", "about 30 minutes, and 3 more"))
+    lesson.write_text(lesson.read_text().replace("about 40 minutes, and 4 more", "about 30 minutes, and 4 more"))
     check = sync_links(checkout, "--check", "--root", str(checkout))
     assert check.returncode == 1 and "README.md: the table of units" in check.stderr
     assert sync_links(checkout, "--root", str(checkout)).returncode == 0
-    assert "| intermediate | 30 min, and 3 more to go further |" in (checkout / "README.md").read_text()
+    assert "| intermediate | 30 min, and 4 more to go further |" in (checkout / "README.md").read_text()
 
 
 def test_check_refuses_a_lesson_that_is_not_a_unit(checkout):

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gpucourse.training import (ReadCost, Segment, Trainer, make_network, measure_reads,
+from gpucourse.training import (GpuModel, ReadCost, Segment, Trainer, make_network, measure_reads,
                                 parameter_count, spirals, waits)
 
 
@@ -114,23 +114,25 @@ def test_measure_reads_times_both_settings_on_this_machine():
 
 
 @pytest.mark.parametrize("often, rarely, says", [
-    (1000, 1050, "was 5% slower: little. On a CPU there is no queue"),
-    (1000, 1000.1, "was as fast (under 0.5% apart): little."),
-    (1000, 990, "was 1% faster: little."),
-    (1000, 1400, "was 40% slower. On a CPU there is no queue"),
-    (1000, 2500, "was 2.5 times slower."),
+    (1000, 1050, "was 5% slower (measured): little. On a CPU there is no queue"),
+    (1000, 1000.1, "was as fast (under 0.5% apart) (measured): little."),
+    (1000, 990, "was 1% faster (measured): little."),
+    (1000, 1400, "was 40% slower (measured). On a CPU there is no queue"),
+    (1000, 2500, "was 2.5 times slower (measured)."),
 ])
 def test_the_cpu_explanation_follows_the_measurement(often, rarely, says):
     text = ReadCost("cpu", 64, 1, 100, often, rarely).explain()
     assert says in text
     if rarely / often >= 1.15:
         assert "other programs sharing this machine's cores" in text and "little" not in text
-    assert "GPU" in text or "other programs" in text
+    # Nothing about a GPU is said as if measured: it names the modelled mode instead.
+    assert "No GPU here, so nothing was measured on one." in text and "much more" not in text
+    assert 'The widget\'s "modelled GPU" mode shows it, with made-up times.' in text
 
 
 def test_the_gpu_explanation_names_the_wait():
     text = ReadCost("cuda", 64, 1, 100, 1000, 3000).explain()
-    assert text.startswith("On this GPU, reading every step was 3.0 times slower.")
+    assert text.startswith("On this GPU, reading every step was 3.0 times slower (measured).")
     assert "the CPU wait" in text
 
 
@@ -159,3 +161,54 @@ def test_on_the_cpu_steps_run_on_one_thread_and_the_setting_is_put_back(monkeypa
         assert seen == [1, 1, 1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def _simulated_ms_per_step(model, read_every, batch, steps=600):
+    """The queue played out step by step: the CPU queues each step, the GPU runs the steps in
+    order as soon as they are queued, and a read waits for the GPU, then copies the loss."""
+    cpu = gpu_free = 0.0
+    for step in range(1, steps + 1):
+        cpu += model.queue_ms
+        gpu_free = max(cpu, gpu_free) + model.gpu_ms(batch)
+        if read_every and step % read_every == 0:
+            cpu = max(cpu, gpu_free) + model.read_ms
+    return max(cpu, gpu_free) / steps
+
+
+@pytest.mark.parametrize("model", [GpuModel(), GpuModel(queue_ms=0.1, gpu_fixed_ms=0.4),
+                                   GpuModel(queue_ms=0.3, gpu_fixed_ms=0.3, read_ms=0.0)])
+@pytest.mark.parametrize("read_every", [1, 3, 10, 100])
+@pytest.mark.parametrize("batch", [8, 64, 512, 1024])
+def test_the_gpu_model_is_the_queue_played_out(model, read_every, batch):
+    assert math.isclose(model.ms_per_step(read_every, batch),
+                        _simulated_ms_per_step(model, read_every, batch), rel_tol=1e-9)
+
+
+def test_the_gpu_model_reads_cost_most_when_cpu_and_gpu_take_as_long():
+    model = GpuModel(queue_ms=0.5, gpu_fixed_ms=0.05, gpu_per_sample_ms=0.001, read_ms=0.02)
+    assert model.gpu_ms(64) == pytest.approx(0.114)
+    assert model.ms_per_step(None, 64) == 0.5                          # never read: the CPU sets the pace
+    assert model.ms_per_step(1, 64) == pytest.approx(0.5 + 0.114 + 0.02)  # each read drains the queue
+    assert model.ms_per_step(100, 64) == pytest.approx((100 * 0.5 + 0.114 + 0.02) / 100)
+    assert model.ms_per_step(100, 1024) == pytest.approx((0.5 + 100 * 1.074 + 0.02) / 100)  # GPU-bound
+    assert model.slowdown(1, 64) == pytest.approx(1.2647, abs=1e-4)
+    assert model.slowdown(1, 512) == pytest.approx(1.9076, abs=1e-4)
+    assert model.slowdown(1, 512) > model.slowdown(1, 64) and model.slowdown(1, 512) > model.slowdown(1, 8)
+    assert model.gpu_busy(1, 64) == pytest.approx(0.114 / 0.634)
+    assert model.steps_per_s(1, 64) == pytest.approx(1000 / 0.634)
+
+
+def test_the_gpu_model_says_it_is_made_up_and_refuses_nonsense():
+    text = GpuModel().sentence(1, 64)
+    assert text.startswith("modelled GPU, read every step, batch 64: 1,577 steps/s, GPU busy 18%; "
+                           "every 100 steps: 1,995 steps/s, GPU busy 23%; 1.26 times slower")
+    assert text.endswith("(made-up times: the CPU queues a step in 0.5 ms; the GPU runs it in 0.114 ms "
+                         "for a batch of 64; a read copies the loss back in 0.02 ms; not a measurement)")
+    for bad in [{"queue_ms": -1}, {"read_ms": float("nan")}, {"gpu_fixed_ms": True},
+                {"queue_ms": 0, "gpu_fixed_ms": 0}]:
+        with pytest.raises(ValueError):
+            GpuModel(**bad)
+    with pytest.raises(ValueError):
+        GpuModel().ms_per_step(0, 64)
+    with pytest.raises(ValueError):
+        GpuModel().gpu_ms(0)

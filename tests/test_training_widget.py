@@ -20,6 +20,26 @@ def test_starts_idle_with_both_sliders_and_an_empty_curve():
     assert "no read of the loss yet" in widget.curve.value and widget.speeds.value == ""
 
 
+def test_the_modelled_gpu_mode_shows_the_model_labelled_and_never_beside_a_measurement():
+    from gpucourse.training import GpuModel
+
+    widget = TrainingWidget()
+    assert widget.mode.value == "measured" and widget.modelled_text == ""
+    assert widget.modelled.layout.display == "none" and widget.speeds.layout.display is None
+    assert [label for label, _ in widget.mode.options] == ["measured here (cpu)", "modelled GPU (made-up times)"]
+    assert "training-mode" in widget.mode._dom_classes and "training-modelled" in widget.modelled._dom_classes
+    widget.mode.value = "modelled"
+    assert widget.modelled.layout.display is None and widget.speeds.layout.display == "none"
+    assert widget.modelled_text == GpuModel().sentence(10, 64)
+    assert widget.modelled.value.startswith('<div role="status"><b>Modelled, not measured:</b> modelled GPU,')
+    assert "made-up times" in widget.modelled_text and "not a measurement" in widget.modelled_text
+    widget.read_every.value, widget.batch.value = 1, 512  # the sliders drive the model at once
+    assert widget.modelled_text == GpuModel().sentence(1, 512)
+    assert "1.91 times slower" in widget.modelled_text
+    widget.mode.value = "measured"
+    assert widget.modelled.value == "" and widget.modelled.layout.display == "none"
+
+
 def test_moving_a_slider_while_idle_says_what_train_will_do():
     widget = TrainingWidget()
     widget.read_every.value = 1
