@@ -98,8 +98,8 @@ class StudentFunction:
                 original, after = kwargs[data["k"]], after_kwargs.get(data["k"])
             else:
                 raise ValueError("an unknown reference")
-            if plaindata.in_place(original):
-                return original
+            if plaindata.in_place(original) or not plaindata.mutable(original):
+                return original  # changed in place below, or unchangeable (a number, a tuple)
             if after is None:
                 raise ValueError("a reference to an argument whose state did not come back")
             return plaindata.decode(after, budget=budget)

@@ -83,6 +83,9 @@ def test_arguments_cross_by_value_and_models_take_their_changes(student):
     assert tests["same"](model) is model
     y = torch.ones(2)
     assert tests["fresh"](y) is not y
+    exec("def same_shape(shape):\n    return shape", student)
+    shape = (16, 4096, 3)
+    assert bound(["same_shape"])["same_shape"](shape) == shape
 
 
 def test_a_function_cannot_write_the_tests_expected_values(student):
