@@ -163,7 +163,7 @@ def report(args, times: dict, steps: dict, t10: float | None) -> None:
           "(wall time of the whole command)")
     print("  plain: autograde only (one kernel, no sandbox, no feedback, no export)")
     print("  course-grade: inbox checks; per submission a sandboxed student kernel for the "
-          "answers and a warm sandboxed test kernel for the tests; feedback, grades.csv, report")
+          "answers and a sandboxed test kernel forked from a template for the tests; feedback, grades.csv, report")
     print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s} {'CPU s/submission':>17s}"
           f" {'CPUs busy':>10s}")
     for way, seconds in times.items():
