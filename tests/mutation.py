@@ -243,8 +243,9 @@ def sample(unit: str, n: int) -> list[Mutant]:
     """A fixed, spread-out sample of ``n`` mutants not listed as equivalent (for CI)."""
     listed = equivalent(unit)
     pool = [m for m in mutants(unit) if m.ident not in listed]
-    step = max(1, len(pool) // max(1, n))
-    return pool[::step][:n]
+    if len(pool) <= n:
+        return pool
+    return [pool[(2 * i + 1) * len(pool) // (2 * n)] for i in range(n)]  # the middle of each nth
 
 
 def student_id(i: int) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests import mutation
 from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgrader
 from units import ROOT, UNITS, submissions
 
@@ -37,6 +38,10 @@ def _cases(subs) -> dict[str, tuple[nbformat.NotebookNode, float, str | None]]:
         cases[f"mistake-{name.replace('_', '-')}"] = (
             subs.make_submission(subs.RELEASE, mistake.answers), mistake.score, mistake.hint)
     return cases
+
+
+# A fixed few of each unit's mutants (tests/mutation.py), not listed as equivalent.
+MUTANTS = {unit: mutation.sample(unit, 3) for unit in UNITS if unit != ASSIGNMENT}
 
 
 def _tricks(unit: str, subs) -> dict[str, tuple[nbformat.NotebookNode, str, object]]:
@@ -70,6 +75,9 @@ def graded(request, tmp_path_factory):
     tricks = _tricks(unit, subs)
     for student, (nb, _, _) in {**cases, **tricks}.items():
         nbformat.write(nb, inbox / f"{student}.ipynb")
+    for i, mutant in enumerate(MUTANTS[unit]):  # scripts/test-the-tests grades them all
+        nb = subs.make_submission(subs.RELEASE, {**subs.SOLUTIONS, mutant.cell: mutant.code})
+        nbformat.write(nb, inbox / f"{mutation.student_id(i)}.ipynb")
     result = subprocess.run([CLI, unit, "--course", str(course), "--folder", str(inbox),
                              "--no-progress", "-j", "2"],
                             capture_output=True, text=True, timeout=900,
@@ -124,3 +132,17 @@ def test_tricks_on_the_trusted_side_gain_nothing(graded):
             assert any("too costly to check" in d for d in got["details"]), got["details"]
         for words in getattr(module, "NEVER_IN_REPORT", ()):
             assert words not in report_page, (student, words)
+
+
+def test_a_sample_of_mutants_of_the_solution_is_killed(graded):
+    """Each sampled mutant of the solution (one small change: a number, an operator, a
+    call dropped...) loses points, unless tests/equivalent_mutants_<unit>.txt says why it
+    is still right; scripts/test-the-tests grades every mutant."""
+    unit, course, _, result, _ = graded
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {r["student_id"]: r for r in
+            json.loads((course / "reports" / unit / "report.json").read_text())}
+    total = submissions(unit).TOTAL
+    survived = [m.diff() for i, m in enumerate(MUTANTS[unit])
+                if rows[mutation.student_id(i)]["score"] >= total]
+    assert MUTANTS[unit] and not survived, "\n".join(survived)
