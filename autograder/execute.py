@@ -36,6 +36,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Unicode
 
 from autograder import fates, protocol, testkernel, testplan
+from autograder.fates import Event, Kind
 from autograder.outputs import OutputBudget, content_size, error_output
 from autograder.kernel import SandboxedKernelManager
 from autograder.sandbox import Sandbox
@@ -92,7 +93,7 @@ class TwoKernelExecute(Execute):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
-        self.events: list[dict] = []
+        self.events: list[Event] = []
         self.reused_test_kernel = False
 
     def preprocess(self, nb, resources=None, km=None):
@@ -139,7 +140,7 @@ class TwoKernelExecute(Execute):
                             await self._run_student_cell(cell, index)
                 self.set_widgets_metadata()
                 for what in await session.too_costly():
-                    self.events.append({"event": "too_costly", "what": what})
+                    self.events.append(Event(Kind.TOO_COSTLY, reason=what))
         except testkernel.TestKernelProblem as problem:
             kernel.close()
             self._withhold(tests, str(problem))
@@ -164,7 +165,7 @@ class TwoKernelExecute(Execute):
             await self.async_execute_cell(cell, index, store_history=True)
             self.answers_changed = True
             if any(o.get("ename") == "MemoryError" for o in cell.get("outputs", [])):
-                self.events.append({"event": "memory_error"})
+                self.events.append(Event(Kind.MEMORY_ERROR))
         except DeadKernelError:
             self.student_kernel_stopped(where)
             cell.outputs.append(error_output("KernelDied", self._stopped_by))
@@ -193,25 +194,28 @@ class TwoKernelExecute(Execute):
         cell.execution_count = None
 
     def student_kernel_stopped(self, where: str, reason: str = "") -> None:
-        self._stopped_by = reason or self._death_reason()
-        self.events.append({"event": "died", "where": where, "reason": self._stopped_by})
+        status = None
+        if not reason:
+            reason, status = self._death_reason()
+        self._stopped_by = reason
+        self.events.append(Event(Kind.DIED, reason=reason, where=where, exit_status=status))
 
-    def _death_reason(self) -> str:
+    def _death_reason(self) -> tuple[str, int | None]:
+        """Why the student's kernel died, in words, and its exit status where it exited."""
         oom = getattr(self.km, "oom_killed", lambda: False)()
-        if oom and not any(e["event"] == "memory" for e in getattr(self.km, "events", [])):
+        if oom and not any(e.kind is Kind.MEMORY for e in getattr(self.km, "events", [])):
             limit = Sandbox(config=self.config).memory_mb
-            self.km.events.append({"event": "memory", "used_mb": limit, "limit_mb": limit})
+            self.km.events.append(Event(Kind.MEMORY, used=limit, limit=limit))
         for event in reversed(getattr(self.km, "events", [])):
             reason = fates.kill_reason(event)
             if reason:
-                return reason
+                return reason, None
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
-        return f"the kernel exited (status {code})"
+        return f"the kernel exited (status {code})", code
 
     def _withhold(self, tests: set[int], why: str) -> None:
-        self.events.append({"event": "needs_review", "reason": why,
-                            "reused": self.reused_test_kernel})
+        self.events.append(Event(Kind.NEEDS_REVIEW, reason=why, reused=self.reused_test_kernel))
         for index in tests:
             self.nb.cells[index].outputs = [error_output(
                 "Withheld", f"points withheld until the grader can check this: {why}")]
@@ -237,8 +241,7 @@ class TwoKernelExecute(Execute):
         return super().on_cell_executed(**kwargs)
 
     async def _async_handle_timeout(self, timeout, cell=None):
-        self.events.append({"event": "timeout", "grade_id": grade_id(cell) if cell else "",
-                            "limit_s": timeout})
+        self.events.append(Event(Kind.TIMEOUT, where=grade_id(cell) if cell else "", limit=timeout))
         # The cell's own processes go first: busy ones would starve the kernel of the CPU
         # share it needs to answer the interrupt, and whether it did would be luck.
         getattr(self.km, "kill_strays", lambda: 0)()
@@ -286,8 +289,7 @@ class StudentBridge:
             with ex.seconds.step("the student's functions, for tests"):
                 return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
         except asyncio.TimeoutError:
-            ex.events.append({"event": "timeout", "grade_id": "(a test's call)",
-                              "limit_s": round(self.left, 1)})
+            ex.events.append(Event(Kind.TIMEOUT, where="(a test's call)", limit=round(self.left, 1)))
             await self._stop_student()
             return protocol.failed("your function did not finish in the test's time")
         except DeadKernelError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 
 GRADED = "graded"
 TIMED_OUT = "timed out"
@@ -46,45 +47,73 @@ class Outcome:
         return asdict(self)
 
 
-def decide(events: list[dict]) -> tuple[str, list[str]]:
+class Kind(str, Enum):
+    """What can happen to a submission while it is graded (an ``Event``'s kind)."""
+
+    NEEDS_REVIEW = "needs_review"      # the test kernel could not finish: points withheld
+    MEMORY = "memory"                  # a kernel killed for memory
+    PROCESSES = "processes"            # a kernel killed at its process limit
+    MEMORY_ERROR = "memory_error"      # a MemoryError under the address-space limit
+    WALL = "wall"                      # a kernel killed after its wall time
+    CPU_SHARE = "cpu_share"            # a kernel killed for keeping too many CPUs busy
+    TIMEOUT = "timeout"                # a cell (or a test's call) ran out of time
+    DIED = "died"                      # the student's kernel stopped; later cells scored 0
+    OUTPUT_TRUNCATED = "output_truncated"
+    TOO_COSTLY = "too_costly"          # an answer refused as too costly to check
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened to a submission, recorded by the kernels' watchdogs and
+    the executor, read by ``decide``. Each kind uses the fields its comment names."""
+
+    kind: Kind
+    reason: str = ""                 # NEEDS_REVIEW, DIED: why, in words; TOO_COSTLY: what
+    where: str = ""                  # DIED: the cell; TIMEOUT: the test cell or call
+    used: float = 0.0                # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
+    limit: float = 0.0               # the limit that was passed (MB, count, s, CPUs)
+    exit_status: int | None = None   # DIED: the kernel's exit status, where it exited
+    reused: bool = False             # NEEDS_REVIEW: on a template that had served before
+
+
+def decide(events: list[Event]) -> tuple[str, list[str]]:
     """The fate of a graded submission and the reasons, from what its run recorded."""
     details = []
     memory = wall = cpu = review = processes = False
     timeouts = []
     for e in events:
-        kind = e["event"]
-        if kind == "needs_review":
+        kind = e.kind
+        if kind is Kind.NEEDS_REVIEW:
             review = True
-            details.append(f"test points withheld: {e['reason']}")
-        elif kind == "memory":
+            details.append(f"test points withheld: {e.reason}")
+        elif kind is Kind.MEMORY:
             memory = True
-            details.append(f"kernel killed for memory: {e['used_mb']} MB > {e['limit_mb']} MB")
-        elif kind == "processes":
+            details.append(f"kernel killed for memory: {e.used:g} MB > {e.limit:g} MB")
+        elif kind is Kind.PROCESSES:
             processes = True
-            details.append(f"kernel killed at its process limit: {e['count']} processes "
-                           f"and threads (limit {e['limit']})")
-        elif kind == "memory_error":
+            details.append(f"kernel killed at its process limit: {e.used:g} processes "
+                           f"and threads (limit {e.limit:g})")
+        elif kind is Kind.MEMORY_ERROR:
             memory = True
             details.append("ran out of memory (MemoryError under the address-space limit)")
-        elif kind == "wall":
+        elif kind is Kind.WALL:
             wall = True
-            details.append(f"kernel killed after {e['limit_s']} s of wall time")
-        elif kind == "cpu_share":
+            details.append(f"kernel killed after {e.limit:g} s of wall time")
+        elif kind is Kind.CPU_SHARE:
             wall = True
-            details.append(f"kernel killed for keeping {e['cpus']:g} CPUs busy "
-                           f"(limit {e['limit']:g})")
-        elif kind == "timeout":
-            timeouts.append(e.get("grade_id") or "a cell")
-        elif kind == "died":
-            details.append(f"kernel stopped ({e['where']}): {e['reason']}; later cells scored 0")
-            if _status(e["reason"]) in CPU_LIMIT_STATUSES and not (memory or wall):
-                cpu = True
-        elif kind == "too_costly":
-            details.append(f"an answer was too costly to check, and its test scored 0: {e['what']}")
-        elif kind == "output_truncated":
-            details.append(f"output over {e['limit_mb']:g} MB dropped")
+            details.append(f"kernel killed for keeping {e.used:g} CPUs busy (limit {e.limit:g})")
+        elif kind is Kind.TIMEOUT:
+            timeouts.append(e.where or "a cell")
+        elif kind is Kind.DIED:
+            details.append(f"kernel stopped ({e.where}): {e.reason}; later cells scored 0")
+            cpu = cpu or e.exit_status in CPU_LIMIT_STATUSES
+        elif kind is Kind.TOO_COSTLY:
+            details.append(f"an answer was too costly to check, and its test scored 0: {e.reason}")
+        elif kind is Kind.OUTPUT_TRUNCATED:
+            details.append(f"output over {e.limit:g} MB dropped")
     if timeouts:
         details.append("timed out: " + ", ".join(timeouts))
+    cpu = cpu and not (memory or wall)
     if cpu:
         details.append("kernel stopped at the CPU-time limit")
     if review:
@@ -98,25 +127,15 @@ def decide(events: list[dict]) -> tuple[str, list[str]]:
     return GRADED, details
 
 
-def kill_reason(event: dict) -> str | None:
+def kill_reason(event: Event) -> str | None:
     """Why the watchdog killed a kernel, in words, for one of its events (else None)."""
-    kind = event["event"]
-    if kind == "memory":
-        return f"killed for memory ({event['used_mb']} MB > {event['limit_mb']} MB)"
-    if kind == "processes":
-        return f"killed at its process limit ({event['limit']} processes and threads)"
-    if kind == "wall":
-        return f"killed after {event['limit_s']} s of wall time"
-    if kind == "cpu_share":
-        return f"killed for keeping {event['cpus']:g} CPUs busy"
+    kind = event.kind
+    if kind is Kind.MEMORY:
+        return f"killed for memory ({event.used:g} MB > {event.limit:g} MB)"
+    if kind is Kind.PROCESSES:
+        return f"killed at its process limit ({event.limit:g} processes and threads)"
+    if kind is Kind.WALL:
+        return f"killed after {event.limit:g} s of wall time"
+    if kind is Kind.CPU_SHARE:
+        return f"killed for keeping {event.used:g} CPUs busy"
     return None
-
-
-def _status(reason: str) -> int | None:
-    marker = "(status "
-    if marker not in reason:
-        return None
-    try:
-        return int(reason.split(marker, 1)[1].split(")", 1)[0])
-    except ValueError:
-        return None

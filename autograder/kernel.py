@@ -45,6 +45,7 @@ from traitlets import Bool, Integer, List, Unicode
 from traitlets.config import Configurable
 
 from autograder import cgroups
+from autograder.fates import Event, Kind
 from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
@@ -239,9 +240,9 @@ class Watchdog(threading.Thread):
             self.breached = True
             self.events.append(breach)
 
-    def _processes(self, count: int) -> dict | None:
+    def _processes(self, count: int) -> Event | None:
         if self.max_processes and count >= self.max_processes:
-            return {"event": "processes", "count": count, "limit": self.max_processes}
+            return Event(Kind.PROCESSES, used=count, limit=self.max_processes)
         return None
 
     def _ended(self) -> None:
@@ -250,19 +251,19 @@ class Watchdog(threading.Thread):
         if breach:
             self.events.append(breach)
 
-    def _oom(self) -> dict | None:
+    def _oom(self) -> Event | None:
         if self.group is not None and self.group.oom_kills():
             # Its control group ran out: memory it held where no process shows it too.
             peak = max(self.group.peak_mb(), self.memory_mb)
-            return {"event": "memory", "used_mb": peak, "limit_mb": self.memory_mb}
+            return Event(Kind.MEMORY, used=peak, limit=self.memory_mb)
         return None
 
-    def _wall(self) -> dict | None:
+    def _wall(self) -> Event | None:
         if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
-            return {"event": "wall", "limit_s": self.wall_seconds}
+            return Event(Kind.WALL, limit=self.wall_seconds)
         return None
 
-    def _breach(self, procs) -> dict | None:
+    def _breach(self, procs) -> Event | None:
         resident = cpu = threads = 0.0
         for p in procs:
             try:
@@ -282,7 +283,7 @@ class Watchdog(threading.Thread):
             # them out (a few ms a process, so only here) may call the breach.
             used_mb += (_proportional(procs) - resident) / 1e6
             if used_mb > self.memory_mb:
-                return {"event": "memory", "used_mb": round(used_mb), "limit_mb": self.memory_mb}
+                return Event(Kind.MEMORY, used=round(used_mb), limit=self.memory_mb)
         breach = self._oom() or self._wall()
         if breach:
             return breach
@@ -294,7 +295,7 @@ class Watchdog(threading.Thread):
         if self.max_cpus and now - first_time >= CPU_WINDOW * 0.9:
             share = (cpu - first_cpu) / (now - first_time)
             if share > self.max_cpus:
-                return {"event": "cpu_share", "cpus": round(share, 1), "limit": self.max_cpus}
+                return Event(Kind.CPU_SHARE, used=round(share, 1), limit=self.max_cpus)
         return None
 
 
@@ -333,7 +334,7 @@ class SandboxMixin(Configurable):
         return super().client(**kwargs)
 
     async def _async_pre_start_kernel(self, **kw):
-        self.events: list[dict] = []
+        self.events: list[Event] = []
         # Without a runtime_root (a caller outside the pipeline) the folder is ours to
         # remove at shutdown.
         self._made_root = None if self.runtime_root else tempfile.mkdtemp(prefix="cg-", dir="/tmp")

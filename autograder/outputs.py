@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from nbformat import NotebookNode
 
+from autograder.fates import Event, Kind
+
 TRUNCATED_NOTE = "\n[course-grade: output over {mb:g} MB dropped]\n"
 VERDICT_CHARS = 2000
 
@@ -62,7 +64,7 @@ class OutputBudget:
             return True
         if not self.noted:
             self.noted = True
-            self.events.append({"event": "output_truncated", "limit_mb": self.limit / 1e6})
+            self.events.append(Event(Kind.OUTPUT_TRUNCATED, limit=self.limit / 1e6))
         return False
 
     def add(self, outputs: list, output: NotebookNode, size: int) -> None:

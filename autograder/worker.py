@@ -108,7 +108,7 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
         events = record.get("events", [])
         # A template that served before must not cost a student a point when a problem
         # came up: once more on a fresh one.
-        if attempt == 0 and record.get("reused") and any(e["event"] == "needs_review" for e in events):
+        if attempt == 0 and record.get("reused") and any(e.kind is fates.Kind.NEEDS_REVIEW for e in events):
             testkernel.close(config.TwoKernelExecute.test_files, config.TwoKernelExecute.test_uid,
                              config.TwoKernelExecute.test_slot)
             continue

@@ -162,7 +162,7 @@ import time
 time.sleep(10)
 """)
     assert not run.km.is_alive()
-    assert [e["event"] for e in run.km.events] == ["memory"]
+    assert [e.kind.value for e in run.km.events] == ["memory"]
     assert run.km.events[0]["used_mb"] >= 700  # a control group stops it at the limit itself
 
 
@@ -180,7 +180,7 @@ def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, 
     run = kernel_with(max_processes=48, memory_mb=4000)
     run.until_killed("import os\nwhile True:\n    os.fork()")
     assert not run.km.is_alive()
-    assert [e["event"] for e in run.km.events] == ["processes"], run.km.events
+    assert [e.kind.value for e in run.km.events] == ["processes"], run.km.events
     assert run.km.events[0]["count"] >= 48
 
 
@@ -303,7 +303,7 @@ busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=
 time.sleep(20)
 """)
     assert not run.km.is_alive()
-    assert [e["event"] for e in run.km.events] == ["cpu_share"]
+    assert [e.kind.value for e in run.km.events] == ["cpu_share"]
 
 
 def test_a_control_group_caps_the_cpu_of_many_busy_processes(kernel_with):
