@@ -130,6 +130,8 @@ class TwoKernelExecute(Execute):
                 starting.__exit__(None, None, None)
                 with clock.step("test kernel: fork (beyond the student's start)"):
                     session = await forking
+                if kernel.without_template:
+                    self.events.append(Event(Kind.NO_TEMPLATE, reason=kernel.without_template))
                 bridge = StudentBridge(self)
                 for index, cell in enumerate(self.nb.cells):
                     if index in tests:

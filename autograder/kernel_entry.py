@@ -27,6 +27,8 @@ NEST_ENV = "COURSE_GRADE_NEST"
 DIRS_ENV = "COURSE_GRADE_DIRS"
 # Set: become a test kernel's template (``autograder.kernel_template``), not a kernel.
 TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
+# A template's exit status when it had more than one thread before a fork.
+UNSAFE_TO_FORK = 3
 MB = 1024 * 1024
 # The sandbox's layout (``autograder.sandbox`` binds them): the kernel's working folder,
 # in its tmpfs, and the read-only folder the host filled for it.

@@ -22,8 +22,8 @@ Contract (the host's side is ``autograder.testkernel``):
   reads anything a child wrote. So no process ever holds two submissions' data.
 - Fork safety: the template starts no thread (torch's and OpenMP's pools, zmq contexts
   are made only in the child; ``OMP_NUM_THREADS=1`` keeps torch's import from starting
-  one). Before each fork it checks that it has one thread; if not, it exits, and the
-  host starts test kernels without a template and says so.
+  one). Before each fork it checks that it has one thread; if not, it exits with
+  ``UNSAFE_TO_FORK``, and the host starts test kernels without a template and says so.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import shutil
 import signal
 import sys
 
-from autograder.kernel_entry import STAGING_DIR, WORK_DIR, fill_work_dir
+from autograder.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
 
 # What the template imports before its first fork: every test kernel imports these.
 PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "IPython", "numpy", "torch",
@@ -64,7 +64,7 @@ def serve() -> None:
         if threads() != 1:
             sys.stderr.write(f"kernel_template: {threads()} threads; forking is not safe\n")
             sys.stderr.flush()
-            os._exit(3)
+            os._exit(UNSAFE_TO_FORK)
         request = json.loads(line)
         if os.fork() == 0:
             try:

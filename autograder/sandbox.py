@@ -161,6 +161,11 @@ class Sandbox(Configurable):
     uid_base = Integer(
         61000, help="As root, kernels run as uid uid_base + slot (one uid per kernel slot)."
     ).tag(config=True)
+    kernel_templates = Bool(
+        True, help="Fork each test kernel from a template that has imported what every test "
+        "kernel needs (autograder.kernel_template). False: start each one as any kernel "
+        "(slower; the same isolation)."
+    ).tag(config=True)
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)
     extra_ro_binds = List(
         Unicode(),

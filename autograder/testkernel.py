@@ -28,6 +28,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates, protocol
+from autograder.kernel_entry import UNSAFE_TO_FORK
 from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, guarded_context, is_running,
                                kill_tree)
 from autograder.outputs import content_size
@@ -42,6 +43,11 @@ class TestKernelProblem(Exception):
     """The test kernel could not finish its part; the tests' points are withheld."""
 
     __test__ = False  # not a pytest test class
+
+
+class TemplateUnusable(Exception):
+    """No template can serve here (it would not start, or forking it is not safe): test
+    kernels start as any kernel, and each submission's details say so."""
 
 
 def template(config, staging: Path, uid: int, slot: int = 0) -> "TestKernel":
@@ -78,33 +84,60 @@ class TestKernel:
         self.forks = 0  # kernels forked, over all its templates (each gets new ports)
         self.folder: Path | None = None
         self.forked: list = []  # the processes of the kernel forked last
+        # Why test kernels start without a template here (None: they are forked).
+        self.without_template: str | None = None if Sandbox(config=config).kernel_templates \
+            else "kernel templates are turned off (Sandbox.kernel_templates)"
 
     @property
     def reused(self) -> bool:
         return self.km is not None and self.uses > 0
 
     async def session(self, plan, cell_timeout: float, budget) -> "Session":
-        """A fresh test kernel, forked from the template, for one submission."""
+        """A fresh test kernel for one submission: forked from the template, or, where no
+        template can serve (``without_template`` says why), started as any kernel."""
+        if self.without_template is None:
+            try:
+                return await self._forked_session(plan, cell_timeout, budget)
+            except TemplateUnusable as exc:
+                self.close()
+                self.without_template = str(exc)
+        return await self._started_session(plan, cell_timeout, budget)
+
+    async def _forked_session(self, plan, cell_timeout: float, budget) -> "Session":
         if self.km is not None and not await self.km.is_alive():
             self.close()
         if self.km is None:
-            await self._start()
+            await self._start(template=True)
         self.uses += 1
         self.km.restart_wall_clock()
         connection = self._connection()
         try:
             ip = await self.km.fork_kernel(connection)
         except Exception as exc:  # noqa: BLE001
+            status = self.km.provisioner.process.poll() if self.km.provisioner else None
             self.close()
+            if status == UNSAFE_TO_FORK:
+                raise TemplateUnusable("its template had more than one thread, and forking "
+                                       "it would not be safe") from None
             raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
         self.forked = self.km.forked_kernels()  # looked up once: alive() runs per message
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
         kc = AsyncKernelClient(context=guarded_context(max_bytes, True))
         kc.load_connection_info({**connection, "ip": ip})
-        session = Session(self, kc, plan, cell_timeout, budget)
-        kc.start_channels()
+        return await self._ready(Session(self, kc, plan, cell_timeout, budget))
+
+    async def _started_session(self, plan, cell_timeout: float, budget) -> "Session":
+        """A test kernel started as any kernel (no template): closed with its session."""
+        self.close()
+        await self._start(template=False)
+        self.uses += 1
+        self.forked = []
+        return await self._ready(Session(self, self.km.client(), plan, cell_timeout, budget))
+
+    async def _ready(self, session: "Session") -> "Session":
+        session.kc.start_channels()
         try:
-            await kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
+            await session.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
         except Exception as exc:  # noqa: BLE001
             session.end()
             raise TestKernelProblem(f"the test kernel did not answer ({exc})") from None
@@ -119,26 +152,28 @@ class TestKernel:
         return {**ports, "transport": "ipc", "ip": SOCKETS_IN_SANDBOX,
                 "key": secrets.token_hex(32), "signature_scheme": "hmac-sha256", "kernel_name": ""}
 
-    async def _start(self) -> None:
+    async def _start(self, template: bool) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="cg-test-", dir="/tmp"))
         self.folder.chmod(0o755)
         km = SandboxedKernelManager(config=self.config)
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.staging)
-        km.template = True
+        km.template = template
         try:
             await km.start_kernel()
         except Exception as exc:  # noqa: BLE001
             shutil.rmtree(self.folder, ignore_errors=True)
-            raise TestKernelProblem(f"the test kernel's template could not start ({exc})") from None
+            if template:
+                raise TemplateUnusable(f"its template could not start ({exc})") from None
+            raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
         self.km, self.uses = km, 0
         self.starts += 1
 
     def alive(self) -> bool:
-        """Whether the template and the kernel it forked last still run."""
+        """Whether the test kernel still runs (a forked one: and its template)."""
         km = self.km
         if km is None or km.provisioner is None or km.provisioner.process.poll() is not None:
             return False
-        return any(is_running(p) for p in self.forked)
+        return km.template is False or any(is_running(p) for p in self.forked)
 
     def close(self) -> None:
         km, self.km = self.km, None
@@ -170,8 +205,10 @@ class Session:
             self.kc.stop_channels()
         except Exception:  # noqa: BLE001 - it goes either way
             pass
-        if self.kernel.km is not None:
+        if self.kernel.km is not None and self.kernel.km.template:
             self.kernel.km.end_forked_kernels()
+        elif self.kernel.km is not None:
+            self.kernel.close()  # a kernel started without a template serves one submission
 
     async def run_test(self, grade_id: str, bridge, fetch: bool = True) -> list:
         """The outputs of one test cell, run on the student's current answers (fetched

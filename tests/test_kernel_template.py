@@ -104,3 +104,37 @@ def test_each_kernel_gets_new_ports_and_a_new_key(template):
     keys = [template._connection()["key"] for _ in range(3)]
     ports = [template._connection()["shell_port"] for _ in range(3)]
     assert len(set(keys)) == 3 and len(set(ports)) == 3
+
+
+def test_where_forking_is_not_safe_test_kernels_start_without_a_template(tmp_path):
+    """A template with more than one thread (here OpenMP's pool, let grow by the
+    environment) refuses to fork: each submission then gets a test kernel started as any
+    kernel, and says so."""
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    staging.chmod(0o755)
+    config = Config()
+    config.SandboxMixin.extra_env = ["OMP_NUM_THREADS=4"]
+    kernel = testkernel.TestKernel(config, staging, UID)
+    try:
+        first, second = run_in_fresh_kernels(kernel, "import os; print(os.getpid())",
+                                              "import os; print(os.getpid())")
+        assert first.strip().isdigit() and second.strip().isdigit()
+        assert kernel.without_template and "thread" in kernel.without_template
+        assert kernel.km is None  # each one went with its submission
+    finally:
+        kernel.close()
+
+
+def test_kernel_templates_can_be_turned_off(tmp_path):
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    staging.chmod(0o755)
+    config = Config()
+    config.Sandbox.kernel_templates = False
+    kernel = testkernel.TestKernel(config, staging, UID)
+    try:
+        assert run_in_fresh_kernels(kernel, "print('started')") == ["started\n"]
+        assert "turned off" in kernel.without_template and kernel.starts == 1
+    finally:
+        kernel.close()
