@@ -244,3 +244,14 @@ def test_every_claim_has_a_primary_source(committed):
                 "https://www.nvidia.com/en-us/data-center/h200/"]:
         assert f"({url})" in sources, url
     assert "are made up, to show a pipeline's shape" in sources
+
+
+def test_nothing_above_check_yourself_states_the_answers_to_question_3(committed, executed):
+    """Question 3 (a batch of 256 images as float32 and uint8, at 25 GB/s) is graded: neither the
+    text above it nor section 4's counting cell gives its figures."""
+    above = markdown(committed).split("## Check yourself", 1)[0]
+    for figure in ["38.5", "154.1", "154 MB", "1.54", "6.17", "38,535,168"]:
+        assert figure not in above, figure
+    counted = printed(cell_with(executed, "numbers = 128 * 3 * 224 * 224"))
+    for figure in ["38.5", "154.1", "1.54", "6.17"]:
+        assert figure not in counted, figure
