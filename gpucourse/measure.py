@@ -10,6 +10,7 @@ tests can read them back (``tests/test_lesson_gpu.py``).
 from __future__ import annotations
 
 import shutil
+import statistics
 import subprocess
 import time
 from contextlib import contextmanager
@@ -25,6 +26,9 @@ SEED_POINTS = 1_000_000
 SEED_LINK_GB_S = 25.0          # PCIe 4.0 x16 in practice, pinned memory
 SEED_GPU_MEMORY_GB_S = 1500.0  # about an A100's memory bandwidth
 SEED_ONE_CORE_MS = 0.4
+
+# Three times of the same job "agree" when the largest is at most this many times the smallest.
+AGREE_WITHIN = 1.25
 
 # Rated PCIe bandwidth per lane and direction, GB/s, after line encoding.
 PCIE_LANE_GB_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
@@ -128,7 +132,8 @@ class StepTimes:
 
     def against_seed(self) -> str:
         """How this machine's one-core time compares with the text's, and why it differs:
-        adding 1 is almost no arithmetic, so one core's memory speed sets the time."""
+        adding 1 is almost no arithmetic, so how fast one core moves the data (from memory,
+        or from its caches) sets the time."""
         here = self.cpu_one * 1e3
         ratio = here / SEED_ONE_CORE_MS
         moved, seed_moved = (gb_per_s(2 * self.nbytes, self.cpu_one),
@@ -141,9 +146,12 @@ class StepTimes:
         word = "slower" if ratio > 1 else "faster"
         return (f"One core took {here:.2f} ms here against the text's {SEED_ONE_CORE_MS} ms: "
                 f"{max(ratio, 1 / ratio):.1f} times {word}. Why: adding 1 is almost no "
-                f"arithmetic, so the time is set by how fast one core reads and writes memory. "
-                f"{speed} That speed differs several times between computers, and other "
-                f"programs running at the same time lower it.")
+                f"arithmetic, so the time is set mostly by how fast one core moves the data. "
+                f"{speed} That speed differs several times between computers: it depends on "
+                f"the memory, and on how much of the {2 * self.nbytes / 1e6:g} MB the CPU's "
+                f"caches hold (many CPUs' L3 caches hold tens of MB, and the text's computer, "
+                f"which the text does not name, may have answered partly from its cache). "
+                f"Other programs running at the same time lower it too.")
 
     def race(self) -> Race:
         """The race on these speeds, in milliseconds, with the CPU on one thread: the same
@@ -190,25 +198,49 @@ def measure_step(device: str, points: int = SEED_POINTS, min_run_time: float = 0
 
 @dataclass(frozen=True)
 class BackgroundTiming:
-    """The same job timed three ways, in seconds."""
+    """The same job timed three ways, in seconds: the plain-clock times are medians of
+    ``rounds`` runs."""
 
     device: str
     job: str
     unsynced: float
     synced: float
     benchmark: float
+    rounds: int = 1
+
+    def agree(self) -> bool:
+        """Whether the three times agree: each within AGREE_WITHIN of the others."""
+        times = (self.unsynced, self.synced, self.benchmark)
+        return min(times) > 0 and max(times) / min(times) <= AGREE_WITHIN
 
     def explain(self) -> str:
+        """What the three times show, decided from the times themselves."""
+        times = (self.unsynced, self.synced, self.benchmark)
+        spread = max(times) / min(times) if min(times) > 0 else float("inf")
         if self.device == "cuda":
-            return (f"Without synchronize() the clock stopped when the work was queued, "
-                    f"{self.synced / self.unsynced:.0f} times too early. With it, and with "
-                    f"torch.utils.benchmark, it stopped when the work was done.")
-        return ("No GPU here: on the CPU, PyTorch finishes each step before it returns, so "
-                "the three times agree. On a GPU the first would read far less than the "
-                "others, because it measures only how long it took to queue the work.")
+            if self.unsynced * 2 <= self.synced:
+                return (f"Without synchronize() the clock stopped when the work was queued, "
+                        f"{self.synced / self.unsynced:.0f} times too early. With it, and with "
+                        f"torch.utils.benchmark, it stopped when the work was done.")
+            return (f"Here the clock without synchronize() read about as much as the others "
+                    f"(within {spread:.1f} times): the queue was short, or something in the "
+                    f"job waited for the GPU. It still measures only how long it took to queue "
+                    f"the work.")
+        why = ("On the CPU, PyTorch finishes each step before it returns, so there is nothing "
+               "to wait for.")
+        gpu = (" On a GPU the first would read far less than the others, because it measures "
+               "only how long it took to queue the work.")
+        if self.agree():
+            return (f"No GPU here: the three times agree, to within {spread:.2f} times "
+                    f"(medians of {self.rounds} plain-clock runs). {why}{gpu}")
+        return (f"No GPU here: the three times differ by up to {spread:.1f} times, even as "
+                f"medians of {self.rounds} plain-clock runs. {why} So the difference is noise: "
+                f"other programs on this machine slowed some runs. Run the cell again, and "
+                f"the times should come closer.{gpu}")
 
     def lines(self) -> list[str]:
-        return [f"job: {self.job} on {self.device}",
+        return [f"job: {self.job} on {self.device} (plain-clock times: the median of "
+                f"{self.rounds} run{'s' * (self.rounds != 1)})",
                 f"time without synchronize(): {_ms(self.unsynced)}",
                 f"time with synchronize(): {_ms(self.synced)}"
                 + ("" if self.device == "cuda" else " (on the CPU there is no queue to wait for)"),
@@ -216,10 +248,13 @@ class BackgroundTiming:
 
 
 def background_timing(device: str, size: int | None = None, repeats: int = 10,
-                      min_run_time: float = 0.2) -> BackgroundTiming:
+                      min_run_time: float = 0.2, rounds: int = 5) -> BackgroundTiming:
     """Times ``repeats`` matrix products with a plain clock, with the clock read after
-    ``torch.cuda.synchronize()``, and with ``torch.utils.benchmark``. On the CPU all
-    three use one thread, so that other programs' load skews them alike."""
+    ``torch.cuda.synchronize()`` (each the median of ``rounds`` runs), and with
+    ``torch.utils.benchmark``. On the CPU all three use one thread, so that other
+    programs' load skews them alike."""
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a whole number of at least 1, got {rounds!r}")
     size = size or (4096 if device == "cuda" else 256)
     a = torch.rand(size, size, device=device)
     wait = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -229,20 +264,23 @@ def background_timing(device: str, size: int | None = None, repeats: int = 10,
         for _ in range(repeats):
             a @ a
 
+    unsynced_runs, synced_runs = [], []
     with _threads(threads):
         job()  # warm up: the first product on a GPU also starts its maths library
         wait()
-        start = time.perf_counter()
-        job()
-        unsynced = time.perf_counter() - start  # on a GPU: only the time to queue the work
-        wait()  # drain that queue so the next timing starts empty
-        start = time.perf_counter()
-        job()
-        wait()
-        synced = time.perf_counter() - start
+        for _ in range(rounds):  # medians: one run on a busy machine can be far off
+            start = time.perf_counter()
+            job()
+            unsynced_runs.append(time.perf_counter() - start)  # on a GPU: only the queueing
+            wait()  # drain that queue so the next timing starts empty
+            start = time.perf_counter()
+            job()
+            wait()
+            synced_runs.append(time.perf_counter() - start)
     bench = seconds("job()", {"job": job}, threads, min_run_time)
     return BackgroundTiming(device, f"{repeats} products of {size}x{size} matrices",
-                            unsynced, synced, bench)
+                            statistics.median(unsynced_runs), statistics.median(synced_runs),
+                            bench, rounds)
 
 
 def event_timing(device: str, size: int = 4096, repeats: int = 10) -> str:

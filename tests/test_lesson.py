@@ -206,14 +206,29 @@ def test_go_further_says_what_pytorch_does(committed):
     flat = " ".join(further.split())
     # pin_memory() returns a pinned copy; pinning has a cost; the measured pinned route leaves it out.
     assert "`x.pin_memory()` returns a **copy** of `x` in pinned memory" in flat
-    assert "up to twice as slow as a plain `x.to(\"cuda\")`" in flat
+    # The guide's sentence, quoted as it is: it is about pin_memory() then a non-blocking copy.
+    assert ('"using `tensor.pin_memory().to(device, non_blocking=True)` can be up to twice as slow as a '
+            'straightforward `tensor.to(device)`"') in flat
     assert "the pinned figure measured above leaves out the cost of pinning" in flat
     # non_blocking lets the host go on; the copy stays in order on its stream; the way back syncs.
     assert "lets the CPU go on at once" in flat and "still runs in order" in flat
+    # Copy.cu: a blocking copy waits for the whole stream; non_blocking=True leaves that wait
+    # out, pinned or not. From pageable memory the CPU still stages the data.
+    assert ("A plain `x.to(\"cuda\")` queues the copy and then waits for the whole stream, the GPU's queue: "
+            "for all the work queued before the copy, then for the copy.") in flat
+    assert ("From pageable memory the copy can't overlap anything on the GPU, and the CPU still stages the "
+            "data itself. But the flag does skip the wait for the whole stream that a blocking `.to()` adds.") in flat
+    lesson = flat.split("## Sources", 1)[0]
+    assert "no effect" not in lesson and "as if the flag were not there" not in lesson
     assert "needs the copy on another stream (`torch.cuda.Stream`)" in flat
     assert "call `torch.cuda.synchronize()` before the CPU reads `y`" in flat
     # DataLoader(pin_memory=True) alone does not overlap the copy with the work.
-    assert "That alone does not copy the next batch while the GPU works on the last" in flat
+    assert "Pinned batches and the flag alone do not copy the next batch while the GPU works on the last" in flat
+    # Threads compete with other programs on a busy machine.
+    assert "so all of them can come out slower than one" in flat
+    # CUDA events: the warm-up matters; a synchronize before start is optional.
+    assert "What matters is the warm-up" in flat and "A synchronize before `start` is optional" in flat
+    assert "so that only the work in between is timed" not in flat
     # The CUDA events pattern: warm up, synchronize, record, synchronize, read.
     code = further.split("```python", 1)[1].split("```", 1)[0]
     order = ["# warm-up", "torch.cuda.synchronize()", "start.record()", "end.record()",
@@ -241,6 +256,13 @@ def test_every_claim_has_a_primary_source(committed):
         assert f"({url}" in sources or url in sources, url
     # The text's own figures are named as assumed, not passed off as measured here.
     assert "measured there, assumed here" in sources
+    for url in ["https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html",
+                "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/TensorIterator.cpp",
+                "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#using-cuda-gpu-timers"]:
+        assert f"({url})" in sources, url
+    assert "with `non_blocking=False` it calls `memcpy_and_sync`" in sources
+    assert "moves the parameters and buffers in place" in sources
 
 
 def test_the_t4_figures_follow_from_its_rated_speeds(committed):
@@ -253,3 +275,55 @@ def test_the_t4_figures_follow_from_its_rated_speeds(committed):
     assert f"the GPU route at least {2 * copy + step:.1f} ms" in text
 
 
+
+
+def test_the_header_names_the_four_labels_the_other_lessons_use(committed):
+    header = " ".join(committed.cells[0].source.split())
+    assert ("Every figure says whether it was **measured** on your machine, **counted** from the tensors, "
+            "or **assumed** (from a source, or made up to show a shape, and then said to be made up).") in header
+
+
+def test_each_line_of_the_worked_example_says_what_kind_of_figure_it_is(executed):
+    lines = printed(cell_with(executed, "size_bytes = 1_000_000 * 3 * 4")).strip().split("\n")
+    assert lines[0].endswith("(counted)")
+    assert all("(assumed:" in line or "(all assumed)" in line for line in lines[1:]), lines
+
+
+def test_the_copy_or_share_answer_comes_after_the_cell(committed):
+    sources = [c.source for c in committed.cells]
+    prompt = next(i for i, s in enumerate(sources) if "Which of them sees the change?" in s)
+    cell = next(i for i, s in enumerate(sources) if "copied = torch.tensor(a)" in s)
+    answer = next(i for i, s in enumerate(sources) if "`torch.from_numpy` copies nothing" in s)
+    assert prompt < cell < answer
+    assert "share one block of memory" not in sources[prompt] and "copies its input" not in sources[prompt]
+
+
+def test_the_background_explanation_comes_after_the_timing_cell(committed):
+    sources = [c.source for c in committed.cells]
+    prompt = next(i for i, s in enumerate(sources) if "which of the three times is the smallest?" in s)
+    cell = next(i for i, s in enumerate(sources) if "background_timing(device)" in s)
+    why = next(i for i, s in enumerate(sources) if "therefore measures almost nothing" in s)
+    assert prompt < cell < why
+
+
+def test_the_device_rule_and_its_one_exception_hold_as_the_lesson_says(committed):
+    """A 0-dim CPU tensor is accepted as a number (TensorIterator's CPU-scalar rule); a
+    1-element CPU tensor with a dimension is not."""
+    import torch
+
+    text = " ".join("\n".join(c.source for c in committed.cells if c.cell_type == "markdown").split())
+    assert ("The one exception is a 0-dim CPU tensor, such as `torch.tensor(2.0)`, which is treated as a "
+            "number: `x_far * torch.tensor(2.0)` works on any device.") in text
+    x_far = torch.ones(3, device="meta")
+    assert (x_far * torch.tensor(2.0)).device.type == "meta"
+    with pytest.raises(RuntimeError):
+        x_far * torch.ones(1)
+
+
+def test_model_to_moves_buffers_as_well_as_parameters(committed):
+    import torch
+
+    text = " ".join("\n".join(c.source for c in committed.cells if c.cell_type == "markdown").split())
+    assert "moves the model's weights (its parameters) and its buffers" in text
+    norm = torch.nn.BatchNorm1d(3)
+    assert norm.to("meta") is norm and norm.running_mean.device.type == "meta"

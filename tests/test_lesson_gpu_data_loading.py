@@ -28,10 +28,12 @@ def test_the_batches_are_uint8_images_made_on_the_cpu(executed):
 
 def test_one_after_another_adds_up_and_overlapped_takes_the_slowest(executed, committed):
     sequential, overlapped = printed(cell_with(executed, "one_after_another = Pipeline(")).strip().split("\n")
-    assert sequential == ("one after another: load 20 ms, copy 1.54 ms, compute 8 ms -> 29.5 ms a batch "
-                          "in steady state · bottleneck: load · GPU busy 27% of the time")
+    # No workers, pageable memory: a real loop without workers has no pinned side stream either.
+    assert sequential == ("one after another: load 20 ms, copy 3.08 ms, compute 8 ms -> 31.1 ms a batch "
+                          "in steady state · bottleneck: load · GPU busy 26% of the time")
+    assert "Settings(workers=0, pinned=False" in cell_with(committed, "one_after_another = Pipeline(").source
     assert overlapped.endswith("-> 20 ms a batch in steady state · bottleneck: load · GPU busy 40% of the time")
-    assert "20 + 1.54 + 8 ms: about 29.5 ms a batch" in flat(markdown(committed))
+    assert "20 + 3.08 + 8 ms: about 31.1 ms a batch" in flat(markdown(committed))
 
 
 def test_workers_move_the_bottleneck_to_the_gpu(executed):
@@ -53,7 +55,9 @@ def test_pinning_without_a_gpu_is_refused_and_said_so(executed, committed):
         "RuntimeError: Cannot access accelerator device when none is available.\n")
     text = flat(markdown(committed))
     assert "`DataLoader(..., pin_memory=(device == \"cuda\"))`" in text
-    assert "up to twice as slow as a plain `tensor.to(device)`" in text
+    # The guide's sentence, quoted as it is: it is about pin_memory() then a non-blocking copy.
+    assert ('"Using `tensor.pin_memory().to(device, non_blocking=True)` can be up to twice as slow as a '
+            'straightforward `tensor.to(device)`."') in text
     assert printed(cell_with(executed, "copy_lines(device, images)")).startswith("No GPU here: nothing to copy to")
 
 
@@ -70,10 +74,21 @@ def test_the_prefetcher_runs_on_the_cpu_and_uses_a_side_stream_on_a_gpu(executed
     assert "Call `torch.cuda.synchronize()` (or wait on an event) before reading it" in text
 
 
+def test_a_non_blocking_copy_is_safe_at_once_only_on_its_own_stream_and_a_pinned_source_waits(committed):
+    """PyTorch's guide and CUDA semantics: stream order protects only the copy's own stream;
+    another stream must wait_stream; a pinned source is read when the GPU reaches the copy."""
+    text = flat(markdown(committed))
+    assert "is safe to use at once" not in text.replace("is safe to use at once **on the same stream**", "")
+    assert "A copy **to** the GPU with `non_blocking=True` is safe to use at once **on the same stream**" in text
+    assert "make that stream wait for the copy first, with `wait_stream`, as the prefetcher does" in text
+    assert "a **pinned** source must not be changed until the copy is done" in text
+
+
 def test_uint8_moves_a_quarter_of_the_bytes_and_normalizes_to_the_same_values(executed):
-    assert printed(cell_with(executed, "numbers = 256 * 3 * 224 * 224")) == (
-        "torch.uint8: 38.5 MB (counted), 1.54 ms at 25 GB/s (assumed: the first unit's PCIe 4.0 x16 figure)\n"
-        "torch.float32: 154.1 MB (counted), 6.17 ms at 25 GB/s (assumed: the first unit's PCIe 4.0 x16 figure)\n")
+    # A batch of 128, not the graded question's 256: the cell's output must not answer Check yourself 3.
+    assert printed(cell_with(executed, "numbers = 128 * 3 * 224 * 224")) == (
+        "torch.uint8: 19.3 MB (counted), 0.77 ms at 25 GB/s (assumed: the first unit's PCIe 4.0 x16 figure)\n"
+        "torch.float32: 77.1 MB (counted), 3.08 ms at 25 GB/s (assumed: the first unit's PCIe 4.0 x16 figure)\n")
     assert printed(cell_with(executed, "def to_device_uint8(images, device):")) == "torch.float32 cpu True\n"
     assert re.fullmatch(r"normalizing a batch of 64 on one CPU thread: [\d.]+ ms \(measured\)\n",
                         printed(cell_with(executed, "normalize_ms = ms(")))
@@ -107,29 +122,47 @@ def test_predictions_come_before_the_cells_that_answer_them(committed):
     def index(snippet):
         return next(i for i, s in enumerate(sources) if snippet in s)
 
-    for prompt, cell in [("how long does a batch take one after another (no workers)?", "one_after_another = Pipeline("),
+    for prompt, cell in [("how long does a batch take one after another (no workers, pageable memory)?",
+                          "one_after_another = Pipeline("),
                          ("how many workers does it take", "for workers in (1, 2, 3, 4):"),
                          ("what does `pin_memory()` do on this machine?", "pinned = images.pin_memory()"),
                          ("can it start before\nthe copy is done?", "class Prefetcher:"),
-                         ("how many MB is a batch of 256", "numbers = 256 * 3 * 224 * 224"),
+                         ("how many MB is a batch of 128", "numbers = 128 * 3 * 224 * 224"),
                          ("**Predict, then press Run:**", "timeline = PipelineWidget(")]:
         assert index(prompt) < index(cell), prompt
 
 
-def test_one_after_another_means_loading_in_the_main_process(committed):
-    """The lesson, the widget and gpucourse.input_pipeline say it the same way."""
+def test_the_lesson_defines_the_three_cases_of_the_model(committed):
+    """The lesson, the widget and gpucourse.input_pipeline.steady_ms say it the same way: no
+    workers, the sum; workers but no pinned side stream, max(load / N, copy + compute);
+    workers, pinned memory and a side stream, the slowest stage."""
+    from gpucourse.input_pipeline import Pipeline, Settings, assumed_speeds
+
     text = flat(markdown(committed))
     assert ("With no workers (`num_workers=0`) the main process loads each batch itself, and in this "
-            "unit's model every stage then waits for the one before: that is what **one after another** "
-            "means here") in text
-    assert "how long does a batch take one after another (no workers)?" in text
+            "model every stage then waits for the one before: a batch takes the **sum** of the three") in text
+    assert ("the copy and the step add up, and a batch takes the larger of *load* / N and *copy* + "
+            "*compute*") in text
+    assert ("With workers, pinned memory and the copy on a side stream (section 3 shows how), the copy of "
+            "the next batch runs while the GPU computes this one") in text
+    assert "how long does a batch take one after another (no workers, pageable memory)?" in text
+    # The model has exactly these three cases.
+    speeds = assumed_speeds()
+    for workers, pinned, side, expected in [(0, False, False, lambda l, c, g: l + c + g),
+                                            (2, True, False, lambda l, c, g: max(l, c + g)),
+                                            (2, False, True, lambda l, c, g: max(l, c + g)),
+                                            (2, True, True, lambda l, c, g: max(l, c, g))]:
+        pipeline = Pipeline(speeds, Settings(workers=workers, pinned=pinned, side_stream=side))
+        stage = pipeline.stage_ms()
+        load = stage["load"]
+        assert pipeline.steady_ms() == expected(load, stage["copy"], stage["compute"])
 
 
 def test_answers_to_predictions_are_folded_until_asked_for(committed):
     """What the cells under a prediction show is said only in a fold, never open beside it."""
     text = flat(markdown(committed))
     unfolded = flat(re.sub(r"<details>.*?</details>", "", markdown(committed), flags=re.S))
-    for answer in ["20 + 1.54 + 8 ms: about 29.5 ms a batch", "Three: 20 / 3 ≈ 6.7 ms",
+    for answer in ["20 + 3.08 + 8 ms: about 31.1 ms a batch", "Three: 20 / 3 ≈ 6.7 ms",
                    "the GPU computes 17% of the time", "12.3 + 8 ≈ 20.3 ms", "26 + 12.3 + 8 ms"]:
         assert answer in text and answer not in unfolded, answer
     assert "20.3 ms with 4 workers" not in text  # the table's "from 2 workers on", said the same way
@@ -141,11 +174,22 @@ def test_where_the_loader_pins_and_what_non_blocking_does_from_pageable_memory(c
     assert "pins every batch in a background thread" not in text
     assert ("with `num_workers > 0`, a background thread of the main process pins each batch as it "
             "arrives from a worker; with `num_workers=0`, the main process pins each batch itself, inline") in text
-    assert "From pageable memory, `non_blocking=True` has no effect" in text
-    assert "So pin first, or leave the flag out." in text
+    # Copy.cu: a blocking copy waits for the whole stream (memcpy_and_sync); non_blocking=True
+    # leaves that wait out, pinned or not. From pageable memory the CPU still stages the data.
+    lesson = flat(markdown(committed).split("## Sources", 1)[0])
+    assert "no effect" not in lesson.replace('"the argument has no effect"', "")
+    assert "flag or no flag" not in text and "So pin first, or leave the flag out." not in text
+    assert ("`x.to(\"cuda\")` queues the copy on the current CUDA **stream**, the GPU's queue of work, and "
+            "then waits for the whole stream: for every kernel queued before the copy, then for the copy itself") in text
+    assert ("From pageable memory the copy can't overlap anything on the GPU, and the CPU still stages the "
+            "data itself") in text
+    assert "But the flag does skip the wait for the whole stream that a blocking `.to()` adds." in text
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
     assert "(https://docs.pytorch.org/docs/stable/generated/torch.Tensor.cuda.html)" in sources
-    assert "Otherwise, the argument has no effect." in sources
+    assert "Otherwise, the argument has no effect.\" The source below shows that last sentence is not so" in sources
+    assert "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu)" in sources
+    assert "with `non_blocking=False` it calls `memcpy_and_sync`" in sources
+    assert "regardless of whether the original tensor is or isn't in pinned memory" in sources
     assert "(https://github.com/pytorch/pytorch/blob/main/torch/utils/data/dataloader.py)" in sources
     assert "(https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html)" in sources
 
@@ -157,7 +201,7 @@ def test_mean_and_std_are_made_once_before_the_function_and_never_said_to_be_mad
     assert "mean = torch.tensor(MEAN).view(1, -1, 1, 1).to(device)" in before
     assert "std = torch.tensor(STD).view(1, -1, 1, 1).to(device)" in before
     assert "torch.tensor(" not in body and "mean.to(device), std.to(device)" in body
-    assert "non_blocking=True" not in source  # a pageable batch: the flag would do nothing
+    assert "non_blocking=True" not in source and "no non_blocking" not in source  # a plain blocking copy
     assert "made on the device" not in source
     assert "`torch.tensor(MEAN, device=device)` would not make them on the device" in flat(markdown(committed))
     measured = cell_with(committed, "normalize_ms = ms(").source
@@ -200,3 +244,14 @@ def test_every_claim_has_a_primary_source(committed):
                 "https://www.nvidia.com/en-us/data-center/h200/"]:
         assert f"({url})" in sources, url
     assert "are made up, to show a pipeline's shape" in sources
+
+
+def test_nothing_above_check_yourself_states_the_answers_to_question_3(committed, executed):
+    """Question 3 (a batch of 256 images as float32 and uint8, at 25 GB/s) is graded: neither the
+    text above it nor section 4's counting cell gives its figures."""
+    above = markdown(committed).split("## Check yourself", 1)[0]
+    for figure in ["38.5", "154.1", "154 MB", "1.54", "6.17", "38,535,168"]:
+        assert figure not in above, figure
+    counted = printed(cell_with(executed, "numbers = 128 * 3 * 224 * 224"))
+    for figure in ["38.5", "154.1", "1.54", "6.17"]:
+        assert figure not in counted, figure

@@ -63,9 +63,24 @@ def test_the_device_error_is_shown_as_it_is_and_fixed(executed, committed):
 def test_the_dtype_error_is_shown_and_long_labels_fix_it(executed, committed):
     out = printed(cell_with(executed, "F.cross_entropy(logits, file_labels)"))
     error, fixed = out.strip().split("\n")
-    assert error.startswith("RuntimeError: ") and "Long" in error and "Double" in error
+    assert error.startswith("RuntimeError: ") and "Long or Byte" in error and "Double" in error
     assert fixed == "torch.float32"
-    assert "`Long`, PyTorch's name for int64" in flat(markdown(committed))
+    text = flat(markdown(committed))
+    assert "`Long`, PyTorch's name for int64, or `Byte`, uint8" in text
+    assert "float targets of the same shape as the input, one number per class, are read as class probabilities" in text
+    # What the text says cross_entropy accepts, it accepts; and what it refuses, it refuses.
+    import torch
+    import torch.nn.functional as F
+
+    logits = torch.randn(4, 3)
+    assert F.cross_entropy(logits, torch.tensor([0, 2, 1, 2], dtype=torch.uint8)).dtype == torch.float32
+    assert F.cross_entropy(logits, torch.softmax(torch.randn(4, 3), dim=1)).dtype == torch.float32
+    with pytest.raises(RuntimeError, match="Long or Byte"):
+        F.cross_entropy(logits, torch.tensor([0.0, 2.0, 1.0, 2.0], dtype=torch.float64))
+    # The prompt does not state the answer above itself.
+    sources = [c.source for c in committed.cells]
+    prompt = next(s for s in sources if "what does `cross_entropy` say to float64 labels?" in s)
+    assert "int64" not in prompt and "Long" not in prompt
 
 
 def test_host_reads_are_found_by_running_them_and_only_the_running_total_stays(executed):
@@ -178,8 +193,17 @@ def test_predictions_are_not_answered_above_their_prompts(committed):
     def index(snippet):
         return next(i for i, s in enumerate(sources) if snippet in s)
 
-    # The multiples come after the memory cell, not above its prompt.
+    # The multiples, and the list that adds up to them, come after the memory cell.
     assert index("**4 times** for Adam") > index("step_memory(device)") > index("how many\ntimes the weights' bytes")
+    assert index("(`exp_avg` and `exp_avg_sq`)") > index("step_memory(device)")
+    # Where a model and a batch end up, and what .to() does with a tensor already there, are
+    # said after the cells that show them.
+    moving = sources[index("which device does each printed line name?")]
+    assert "in place" not in moving and "new** tensor" not in moving and "leaves `batch`" not in moving
+    assert index("leaves `batch` where it was") > index("batch.to(far)              # the batch's .to()")
+    assert "in place" not in sources[index("batch.to(far)              # the batch's .to()")]
+    already = sources[index("what do the two `is` tests print?")]
+    assert "returns the tensor itself" not in already.split("<details>", 1)[0]
     # The seven lines are listed without saying which ones wait; that comes after the cell.
     prompt = sources[index("which of the seven lines stays on the device?")]
     for line in ["`loss.item()`", "`float(loss)`", "`print(loss)`", "`loss.cpu()`",
@@ -258,3 +282,13 @@ def test_go_further_resumes_on_another_device_with_the_optimizer(executed):
     ratio = float(re.search(r"([\d.]+) times the weights alone \(measured\)", size).group(1))
     assert 2.5 < ratio < 3.5  # the weights, and Adam's two moments of the same size
     assert where == "step: cpu, exp_avg: meta, exp_avg_sq: meta"
+
+
+def test_the_header_names_the_four_labels_and_the_device_rule_its_exception(committed):
+    header = " ".join(committed.cells[0].source.split())
+    assert ("Every figure says whether it was **measured** on your machine, **counted** from the tensors, "
+            "or **assumed** (from a source, or made up to show a shape, and then said to be made up).") in header
+    text = flat(markdown(committed))
+    assert ("PyTorch never copies a tensor to another device for you, except a 0-dim CPU tensor, which it "
+            "treats as a number") in text
+    assert "moves the model's parameters and buffers **in place**" in text

@@ -142,3 +142,37 @@ def test_background_timing_explains_itself_for_each_device():
 
 def test_event_timing_without_a_gpu_says_what_it_would_do():
     assert measure.event_timing("cpu").startswith("No GPU here: CUDA events exist only on a GPU.")
+
+
+def _timing(device, unsynced_ms, synced_ms, benchmark_ms):
+    return measure.BackgroundTiming(device, "10 products", unsynced_ms / 1e3, synced_ms / 1e3,
+                                    benchmark_ms / 1e3, rounds=5)
+
+
+def test_background_timing_says_the_cpu_times_agree_only_when_they_do():
+    """The review's case: 8.66, 18.42 and 12.97 ms must not be called agreeing."""
+    close = _timing("cpu", 10.0, 10.5, 11.0)
+    assert close.agree() and "the three times agree, to within 1.10 times" in close.explain()
+    far = _timing("cpu", 8.66, 18.42, 12.97)
+    assert not far.agree()
+    assert "agree" not in far.explain()
+    assert "the three times differ by up to 2.1 times, even as medians of 5" in far.explain()
+
+
+def test_background_timing_on_a_gpu_says_too_early_only_from_the_numbers():
+    assert "20 times too early" in _timing("cuda", 1.0, 20.0, 19.0).explain()
+    short_queue = _timing("cuda", 9.0, 10.0, 10.0).explain()
+    assert "too early" not in short_queue and "about as much as the others" in short_queue
+
+
+def test_background_timing_takes_the_median_of_its_rounds(monkeypatch):
+    clock = iter([0.0, 1.0,  10.0, 12.0,   # round 1: unsynced 1 s, synced 2 s
+                  20.0, 29.0, 30.0, 31.0,  # round 2: unsynced 9 s (an outlier), synced 1 s
+                  40.0, 42.0, 50.0, 53.0])  # round 3: unsynced 2 s, synced 3 s
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(measure, "seconds", lambda *args, **kwargs: 2.5)
+    timing = measure.background_timing("cpu", size=4, repeats=1, rounds=3)
+    assert (timing.unsynced, timing.synced, timing.benchmark, timing.rounds) == (2.0, 2.0, 2.5, 3)
+    assert timing.lines()[0].endswith("(plain-clock times: the median of 3 runs)")
+    with pytest.raises(ValueError, match="rounds must be a whole number"):
+        measure.background_timing("cpu", size=4, rounds=0)
