@@ -39,6 +39,7 @@ from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
+NOTE = "note"  # a Problem's fate when it is no fate: a note against that student (a forgery)
 
 
 class ImportFailed(Exception):
@@ -115,26 +116,32 @@ class SafeExchangeCollect(ExchangeCollect):
         elif not TIMESTAMP.match(stamp):
             why = "its date does not read as one"
         else:
-            why = self._owner_problem(entry, student)
+            why, owner = self._owner_problem(entry, student)
             if why is None:
                 return {"username": student, "filename": entry.name,
                         "timestamp": parse_utc(stamp), "stamp": stamp}
+            if owner is not None:  # a forgery: the forger's, never the victim's, record
+                self.problems.append((owner if valid_student_id(owner) else "", NOTE,
+                                      f"exchange entry {shown}: {why}"))
+                return None
         self.problems.append((student, NEEDS_REVIEW if student else NO_NOTEBOOK,
                               f"exchange entry {shown}: {why}; not collected"))
         return None
 
-    def _owner_problem(self, entry, student: str) -> str | None:
+    def _owner_problem(self, entry, student: str) -> tuple[str | None, str | None]:
+        """(why the folder is not taken, the system user who made it), or (None, None)."""
         if not self.check_owner:
-            return None
+            return None, None
         try:
             owner = pwd.getpwuid(entry.stat(follow_symlinks=False).st_uid).pw_name
         except (KeyError, OSError):
-            owner = "an unknown user"
+            return "its owner is no known user; not collected", None
         if owner != student:
-            return (f"it belongs to {owner}, not {student} (set "
-                    "c.ExchangeCollect.check_owner = False where all students share one "
-                    "system user)")
-        return None
+            return (f"system user {owner} submitted it under {student}'s name; not collected. "
+                    f"{student}'s own submission and grade are untouched. (Only on a hub where "
+                    "every student shares one system user is this no forgery: there, set "
+                    "c.ExchangeCollect.check_owner = False.)"), owner
+        return None, None
 
     def _duedate(self):
         from nbgrader.api import Gradebook, MissingEntry
@@ -450,5 +457,7 @@ def record_problems(course_root: Path, assignment: str, problems: list[Problem])
 
     ledger = Ledger(course_root, assignment)
     for student, fate, message in problems:
-        if student:
+        if student and fate == NOTE:
+            ledger.add_note(student, message)
+        elif student:
             ledger.put(Outcome(student, fate, 0.0, None, [message]).as_dict())

@@ -223,7 +223,9 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
     problems = importers.import_exchange(course, "gpu_tensors")
     assert sorted(p.name for p in (course / "submitted").iterdir()) == [me]
     said = {student: message for student, _, message in problems}
-    assert f"belongs to {me}, not alice" in said["alice"]
+    # The forgery is recorded against the folder's owner, never as alice's fate.
+    assert "alice" not in said and f"{me} submitted it under alice's name" in said[me]
+    assert [fate for student, fate, _ in problems if student == me] == ["note"]
     assert "not a folder" in said["bob"] and "does not read as" in said[f"{me}2"]
     # The timestamp is the folder's own date, never the student's timestamp.txt.
     taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
