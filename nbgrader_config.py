@@ -2,7 +2,16 @@
 
 Each option says why it is set. Folders are relative to this file's folder, the course root.
 """
+import os
+import sys
+
 c = get_config()  # noqa: F821 (nbgrader's config loader provides it)
+
+# nbgrader runs `alembic` by name when it makes or upgrades the gradebook: the one of the
+# environment nbgrader runs from, so `.venv/bin/nbgrader ...` works without activating it.
+_tools = os.path.dirname(sys.executable)
+if _tools not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _tools + os.pathsep + os.environ.get("PATH", "")
 
 # --- The course and its folders ------------------------------------------------
 c.CourseDirectory.course_id = "pytorch-tensors-on-the-gpu"
