@@ -212,10 +212,13 @@ def test_feedback_runs_nothing_of_the_students(graded):
         parser.feed(page.read_text())
         assert parser.found == [], (student, parser.found[:5])
     assert "Hi" in pages["trick-script-in-markdown"].read_text()  # the text itself stays
-    # Only the notebooks and their own feedback pages come back: no page a student sent.
+    # Only the notebooks and their own feedback pages come back, with nbgrader's two files
+    # that release_feedback reads (written by the grader): no page a student sent.
+    nbgrader_files = ("timestamp.txt", "submission_secret.txt")
     for kind, suffix in (("feedback", ".html"), ("autograded", ".ipynb")):
         files = [p.relative_to(course / kind) for p in (course / kind).rglob("*") if p.is_file()]
         assert files and all(str(f) == f"{f.parts[0]}/{ASSIGNMENT}/{ASSIGNMENT}{suffix}"
+                             or (f.parts[1:] in [(ASSIGNMENT, n) for n in nbgrader_files])
                              for f in files), (kind, [f for f in files if f.suffix != suffix][:5])
 
 
