@@ -1,0 +1,333 @@
+"""The instructor's life cycle around grading, as nbgrader users live it (issue 19).
+
+One small class goes through it all, once: the course folder belongs to an instructor
+account and `course-grade` runs as root (sudo); three real Unix students fetch and submit
+through the nbgrader exchange, one of them after the due date (penalty "zero"); the first
+run is interrupted with Ctrl-C; one student forges a folder in another's name; a grader
+error is retried; one student is regraded alone; a manual grade is given; feedback goes
+back through the exchange, and each student fetches only their own page. The cheap checks
+(bad options, a missing bubblewrap) need no class.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import pwd
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli
+from autograder.config import load_course_config
+from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
+from tests.submissions import RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
+
+BIN = Path(sys.executable).parent
+CLI = str(BIN / "course-grade")
+ROOT = Path(__file__).parents[1]
+STUDENTS = ("cg19ada", "cg19bo", "cg19cy")  # ada: solution; bo: solution, late; cy: blank
+INSTRUCTOR = "cg19prof"
+LIFE_CONFIG = """
+c.ExchangeCollect.check_owner = True
+c.LateSubmissionPlugin.penalty_method = "zero"
+"""
+
+
+# -- cheap: no class ----------------------------------------------------------------------
+def test_jobs_below_one_is_refused(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.parse_args([ASSIGNMENT, "--jobs", "0"])
+    assert stopped.value.code == 2 and "--jobs must be at least 1" in capsys.readouterr().err
+
+
+def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(SOURCE, course / "source" / ASSIGNMENT / NOTEBOOK)
+    (course / "nbgrader_config.py").write_text(
+        (ROOT / "nbgrader_config.py").read_text() + '\nc.Sandbox.bwrap = "/nonexistent/bwrap"\n')
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    nbformat.write(make_submission(RELEASE, SOLUTIONS), inbox / "ada.ipynb")
+    before = sorted(p.name for p in course.iterdir())
+    assert cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox)]) == 2
+    assert "bubblewrap" in capsys.readouterr().err
+    assert sorted(p.name for p in course.iterdir()) == before  # no submitted/, no ledger
+
+
+def test_nbgrader_from_the_venv_works_without_the_venv_on_path(tmp_path):
+    """The README's `.venv/bin/nbgrader generate_assignment` makes the gradebook, which runs
+    `alembic` by name: the course's config puts its own environment's tools on PATH."""
+    course = tmp_path / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(SOURCE, course / "source" / ASSIGNMENT / NOTEBOOK)
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    made = subprocess.run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, "--force"],
+                          cwd=course, capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"})
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert (course / "gradebook.db").is_file() and (course / "release" / ASSIGNMENT / NOTEBOOK).is_file()
+
+
+# -- the life cycle -----------------------------------------------------------------------
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
+                                reason="real Unix students need root and useradd")
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="needs bubblewrap (scripts/setup --system installs it)")]
+
+
+def as_user(user: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run as a real user. This machine's Python lives under /root (0700): an outer bwrap
+    opens only it to them, as a laptop's Python is open to its user."""
+    pw = pwd.getpwnam(user)
+    python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
+    outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
+             "--ro-bind", python_home, python_home, "--chdir", str(cwd), "--",
+             "setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": pw.pw_dir, "USER": user, "LANG": "C.UTF-8"}
+    return subprocess.run(outer + argv, capture_output=True, text=True, env=env, timeout=300)
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, (result.args[-4:], result.stdout[-1500:], result.stderr[-3000:])
+    return result
+
+
+def course_grade(course: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
+                          capture_output=True, text=True, timeout=900)
+
+
+def report(course: Path) -> dict[str, dict]:
+    rows = json.loads((course / "reports" / ASSIGNMENT / "report.json").read_text())
+    return {r["student_id"]: r for r in rows}
+
+
+def submit(user: str, course_id: str, exchange: Path, answers: dict) -> None:
+    home = Path(pwd.getpwnam(user).pw_dir)
+    (home / ".jupyter").mkdir(exist_ok=True)
+    (home / ".jupyter" / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
+        f"c.Exchange.root = {str(exchange)!r}\n")
+    shutil.chown(home / ".jupyter", user, user)
+    shutil.chown(home / ".jupyter" / "nbgrader_config.py", user, user)
+    ok(as_user(user, ["nbgrader", "fetch_assignment", ASSIGNMENT], home))
+    mine = home / ASSIGNMENT / NOTEBOOK
+    nbformat.write(make_submission(mine, answers), mine)
+    ok(as_user(user, ["nbgrader", "submit", ASSIGNMENT], home))
+
+
+def make_users() -> None:
+    for user in (*STUDENTS, INSTRUCTOR):
+        subprocess.run(["userdel", "--remove", user], capture_output=True)
+        ok(subprocess.run(["useradd", "--create-home", "--user-group", user],
+                          capture_output=True, text=True))
+
+
+def remove_users() -> None:
+    for user in (*STUDENTS, INSTRUCTOR):
+        subprocess.run(["userdel", "--remove", user], capture_output=True)
+
+
+def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
+    """Ctrl-C in the terminal (SIGINT to the whole process group) once one is graded."""
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
+                            "--collect", "-j", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list(ledger.glob("*.json")) \
+            and run.poll() is None:
+        time.sleep(0.1)
+    os.killpg(run.pid, signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
+def life():
+    base = Path(tempfile.mkdtemp(prefix="cg-life-", dir="/tmp"))
+    base.chmod(0o755)
+    make_users()
+    try:
+        course = build_course(base, LIFE_CONFIG)
+        exchange = base / "exchange"
+        exchange.chmod(0o1777)
+        course_id = load_course_config(course).CourseDirectory.course_id
+        prof = pwd.getpwnam(INSTRUCTOR)
+        for path in [course, *course.rglob("*")]:  # the instructor's own course folder
+            os.chown(path, prof.pw_uid, prof.pw_gid, follow_symlinks=False)
+        ok(as_user(INSTRUCTOR, ["nbgrader", "release_assignment", ASSIGNMENT], course))
+        submit("cg19ada", course_id, exchange, SOLUTIONS)
+        submit("cg19cy", course_id, exchange, {})
+        time.sleep(1.1)
+        due = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        time.sleep(1.1)
+        submit("cg19bo", course_id, exchange, SOLUTIONS)
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
+        runs = {"interrupted": interrupt_after_first_grade(course)}
+        runs["rest"] = course_grade(course, "--collect", "--export", "canvas")
+        yield course, exchange, course_id, runs
+    finally:
+        remove_users()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_root
+def test_ctrl_c_says_what_was_kept_and_the_next_run_grades_the_rest(life):
+    course, _, _, runs = life
+    stopped = runs["interrupted"]
+    assert stopped.returncode == 130, stopped.stderr[-2000:]
+    assert "Traceback" not in stopped.stderr and "KeyboardInterrupt" not in stopped.stderr
+    assert "graded in this run are kept" in stopped.stderr
+    assert "run the same command to grade the rest" in stopped.stderr
+    rest = ok(runs["rest"])
+    assert "SAWarning" not in rest.stderr and "Traceback" not in rest.stderr
+    graded_now = {s for s, o in report(course).items() if o["this_run"] == "graded"}
+    assert graded_now and graded_now < set(STUDENTS), rest.stdout  # the kept were not redone
+    assert {s: o["fate"] for s, o in report(course).items()} == {s: "graded" for s in STUDENTS}
+
+
+@needs_root
+def test_the_late_penalty_is_in_every_export_and_report(life):
+    """bo submitted a full-marks notebook after the due date, with penalty "zero"."""
+    course, _, _, runs = life
+    bo = report(course)["cg19bo"]
+    assert (bo["score"], bo["raw_score"], bo["late_penalty"]) == (0, TOTAL, TOTAL)
+    assert report(course)["cg19ada"]["score"] == TOTAL
+    with open(course / "grades.csv", newline="") as f:
+        grades = {r["student_id"]: r for r in csv.DictReader(f)}
+    assert float(grades["cg19bo"]["score"]) == 0 and float(grades["cg19ada"]["score"]) == TOTAL
+    # A column per question, after nbgrader's own (bo's are his raw answers' points).
+    assert float(grades["cg19ada"]["Question 1"]) == 8 and grades["cg19cy"]["Question 4"] == "0"
+    with open(course / "grades-canvas.csv", newline="") as f:
+        canvas = {r[3]: r[5] for r in csv.reader(f)}
+    assert float(canvas["cg19bo"]) == 0 and float(canvas["cg19ada"]) == TOTAL
+    with open(course / "reports" / ASSIGNMENT / "report.csv", newline="") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    assert (float(rows["cg19bo"]["score"]), float(rows["cg19bo"]["late_penalty"])) == (0, TOTAL)
+    bo_line = next(line for line in runs["rest"].stdout.splitlines() if line.startswith("cg19bo"))
+    assert f"0/{TOTAL:g}" in bo_line and f"-{TOTAL:g}" in bo_line
+    page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
+    assert f"mean {TOTAL / 3:.1f} of {TOTAL:g}" in page
+
+
+@needs_root
+def test_a_forgery_is_the_forgers_and_a_grader_error_is_retried(life):
+    """cy puts a folder in the exchange under ada's name; ada keeps her grade and ledger
+    entry (not graded again), the refusal is cy's, in the report and the summary. cy's last
+    grading had failed for a reason of the grader's own: it is graded again."""
+    course, exchange, course_id, _ = life
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    ada_entry = (ledger / "cg19ada.json").read_text()
+    cy = json.loads((ledger / "cg19cy.json").read_text())
+    (ledger / "cg19cy.json").write_text(json.dumps(
+        {**cy, "fate": "error", "details": ["grading worker failed: interrupted"]}))
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    forged = exchange / course_id / "inbound" / f"cg19ada+{ASSIGNMENT}+{stamp}+forged"
+    notebook = nbformat.writes(make_submission(RELEASE, {}))
+    writer = subprocess.run(
+        ["setpriv", f"--reuid={pwd.getpwnam('cg19cy').pw_uid}",
+         f"--regid={pwd.getpwnam('cg19cy').pw_gid}", "--clear-groups", "sh", "-c",
+         f'mkdir "{forged}" && cat > "{forged}/{NOTEBOOK}"'], input=notebook, text=True,
+        capture_output=True)
+    assert writer.returncode == 0, writer.stderr
+    run = ok(course_grade(course, "--collect"))
+    outcomes = report(course)
+    assert outcomes["cg19ada"]["this_run"] == "unchanged"
+    assert outcomes["cg19ada"]["score"] == TOTAL
+    assert any("cg19cy submitted it under cg19ada's name" in d
+               for d in outcomes["cg19cy"]["details"])
+    cy_line = next(line for line in run.stdout.splitlines() if line.startswith("cg19cy"))
+    assert "cg19ada" in cy_line
+    assert (ledger / "cg19ada.json").read_text() == ada_entry
+    assert "not collected" in run.stderr and "untouched" in run.stderr
+    first = json.loads((ledger / "cg19cy.json").read_text())
+    assert first["fate"] == "graded"  # retried: graded again, and so final
+
+
+@needs_root
+def test_feedback_goes_back_through_the_exchange_each_student_their_own(life):
+    course, exchange, course_id, _ = life
+    released = ok(as_user(INSTRUCTOR, ["nbgrader", "release_feedback", ASSIGNMENT], course))
+    assert "Traceback" not in released.stderr
+    for user in STUDENTS:
+        home = Path(pwd.getpwnam(user).pw_dir)
+        ok(as_user(user, ["nbgrader", "fetch_feedback", ASSIGNMENT], home))
+        pages = list((home / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+        assert len(pages) == 1, (user, pages)
+        own = course / "feedback" / user / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        assert pages[0].read_bytes() == own.read_bytes(), user
+    # No student can list the released pages (nbgrader's outbound feedback folder is 0711).
+    listing = as_user("cg19cy", ["ls", str(exchange / course_id / "feedback")], Path("/tmp"))
+    assert listing.returncode != 0
+
+
+@needs_root
+def test_one_student_is_regraded_alone(life):
+    course, _, _, _ = life
+    run = ok(course_grade(course, "--student", "cg19bo", "--force"))
+    outcomes = report(course)
+    assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
+    assert set(outcomes) >= set(STUDENTS)
+
+
+@needs_root
+def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
+    from nbgrader.api import Gradebook
+
+    course, _, _, _ = life
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:  # as formgrader does
+        grade = gb.find_grade("test_q1_device", NOTEBOOK[:-6], ASSIGNMENT, "cg19cy")
+        grade.manual_score = 1.5
+        gb.db.commit()
+    run = ok(course_grade(course, "--report-only"))
+    assert report(course)["cg19cy"]["score"] == 1.5
+    assert all(o["this_run"] != "graded" for o in report(course).values())
+    assert any(line.startswith("cg19cy") and "1.5/" in line for line in run.stdout.splitlines())
+    with open(course / "grades.csv", newline="") as f:
+        assert {r["student_id"]: float(r["score"]) for r in csv.DictReader(f)}["cg19cy"] == 1.5
+    page = (course / "feedback" / "cg19cy" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "1.5" in page
+
+
+@needs_root
+def test_root_leaves_nothing_of_its_own_in_the_instructors_course(life):
+    course, _, _, _ = life
+    prof = pwd.getpwnam(INSTRUCTOR).pw_uid
+    roots = [str(p.relative_to(course)) for p in [course, *course.rglob("*")]
+             if p.lstat().st_uid != prof]
+    assert roots == []  # so the instructor's own nbgrader and course-grade work on it
+
+
+@needs_root
+def test_no_student_work_or_grade_can_be_committed(life):
+    """With the course's .gitignore, `git add -A` in the course folder takes only what the
+    instructor wrote: config, source, release."""
+    course, _, _, _ = life
+    repo = Path(tempfile.mkdtemp(prefix="cg-git-"))
+    try:
+        shutil.copytree(course, repo / "course", symlinks=True)
+        shutil.copy(ROOT / ".gitignore", repo / "course" / ".gitignore")
+        ok(subprocess.run(["git", "init", "-q"], cwd=repo / "course", capture_output=True))
+        listed = ok(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                                   cwd=repo / "course", capture_output=True, text=True)).stdout
+        paths = [line[3:] for line in listed.splitlines()]
+        assert any(p.startswith("source/") for p in paths)
+        assert [p for p in paths if p.split("/")[0] not in
+                (".gitignore", "nbgrader_config.py", "source", "release")] == []
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
