@@ -223,6 +223,9 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
     assert f"0/{TOTAL:g}" in bo_line and f"-{TOTAL:g}" in bo_line
     page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
     assert f"mean {TOTAL / 3:.1f} of {TOTAL:g}" in page
+    # The student x question table: bo's answers earned every question, the penalty took all.
+    assert f"<td>cg19bo</td><td>8</td><td>6</td><td>9</td><td>7</td><td>0</td><td>{TOTAL:g}</td>" \
+        in page
 
 
 @needs_root

@@ -462,8 +462,15 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
     # Only hints are counted there: a crash or a withheld cell is not a misconception.
     hinted = [row for row in parsed.rows if len(row) == 3 and row[1].startswith("test_")]
     assert hinted and not any("not defined" in row[2] or "Withheld" in row[2] for row in hinted)
-    fates = {row[0]: int(row[1]) for row in parsed.rows if len(row) == 2}
-    assert fates["graded"] == sum(1 for o in report(course).values() if o["fate"] == "graded")
+    from autograder.fates import FATES
+
+    fates = {row[0]: row[1:] for row in parsed.rows if row[0] in FATES}
+    graded_ones = sorted(s for s, o in report(course).items() if o["fate"] == "graded")
+    assert int(fates["graded"][0]) == len(graded_ones)
+    assert fates["graded"][1].split(", ") == graded_ones  # the fates table names its students
+    # Per question, and a row per graded student with a column per question.
+    assert rows["Question 2"][1] == "6" and rows["Question 2"][3].endswith("%")
+    assert [float(x) for x in rows["ada"][1:6]] == [8, 6, 9, 7, TOTAL]
 
 
 def test_grades_export_in_canvas_form(graded):
