@@ -12,6 +12,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from traitlets import Dict, Unicode
+from traitlets.config import Configurable
+
 from autograder.config import grading_config
 from autograder.fates import FATES
 
@@ -104,29 +107,49 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
+class CanvasExport(Configurable):
+    """How ``--export canvas`` names its columns."""
+
+    columns = Dict(Unicode(), default_value={}, help=(
+        "Assignment id -> the header of an existing Canvas assignment's column, as Canvas's "
+        "own export writes it, 'Name (id)': e.g. {'gpu_tensors': 'GPU tensors (48213)'}. "
+        "Without one, the column is the assignment id and Canvas makes a new assignment."
+    )).tag(config=True)
+
+
 def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path:
-    """The grades in the CSV form Canvas's gradebook import accepts."""
+    """The grades in the CSV form Canvas's gradebook import accepts: after the late penalty;
+    for a student with no submission, 0 once the assignment is out (someone has submitted,
+    and its due date, if any, is past), else an empty cell, which Canvas leaves alone."""
+    from datetime import datetime, timezone
+
     from nbgrader.api import Gradebook, MissingEntry
 
     config = grading_config(course_root)
+    headers = CanvasExport(config=config).columns
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
     with Gradebook(config.CourseDirectory.db_url) as gb:
-        points = [gb.find_assignment(a).max_score for a in assignments]
+        found = [gb.find_assignment(a) for a in assignments]
+        points = [a.max_score for a in found]
+        # Not released yet: nobody has submitted, or its due date is still ahead.
+        released = [bool(a.submissions) and (a.duedate is None or a.duedate < now)
+                    for a in found]
         rows = []
         for student in sorted(gb.students, key=lambda s: s.id):
             name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
             scores = []
-            for assignment in assignments:
+            for assignment, due in zip(assignments, released):
                 try:
                     submission = gb.find_submission(assignment, student.id)
                 except MissingEntry:
-                    scores.append("0")
+                    scores.append("0" if due else "")
                     continue
                 penalty = submission.late_submission_penalty or 0  # nbgrader's late penalty
                 scores.append(f"{max(0.0, submission.score - penalty):g}")
             rows.append([name, "", "", student.id, "", *scores])
     with open(dest, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow([*CANVAS_COLUMNS, *assignments])
+        writer.writerow([*CANVAS_COLUMNS, *(headers.get(a, a) for a in assignments)])
         writer.writerow(["Points Possible", "", "", "", "", *(f"{p:g}" for p in points)])
         writer.writerows(rows)
     return dest

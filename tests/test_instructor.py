@@ -79,6 +79,41 @@ def test_nbgrader_from_the_venv_works_without_the_venv_on_path(tmp_path):
     assert (course / "gradebook.db").is_file() and (course / "release" / ASSIGNMENT / NOTEBOOK).is_file()
 
 
+def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(
+        tmp_path):
+    """A Canvas column named 'Name (id)' updates that assignment; a unit that is not out yet
+    (nobody submitted, or not yet due) is an empty cell, which Canvas leaves alone, not a 0
+    that would overwrite it; once out, no submission is a 0; the roster's names fill the
+    Student column."""
+    from nbgrader.api import Gradebook
+
+    from autograder.report import export_canvas
+
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(
+        (ROOT / "nbgrader_config.py").read_text()
+        + "\nc.CanvasExport.columns = {'unit1': 'Unit one (4821)'}\n")
+    past = datetime.datetime(2024, 3, 1)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_student("ada", first_name="Ada", last_name="Lovelace")
+        gb.add_student("bo")
+        gb.add_assignment("unit1", duedate=past)
+        gb.add_assignment("unit2")
+        gb.add_assignment("unit3", duedate=datetime.datetime(2999, 1, 1))
+        for unit in ("unit1", "unit2", "unit3"):
+            gb.add_submission(unit, "bo")
+    units = ["unit1", "unit2", "unit3", "unit4"]  # unit4: nobody submitted
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_assignment("unit4")
+    export_canvas(course, units, course / "grades-canvas.csv")
+    with open(course / "grades-canvas.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][5:] == ["Unit one (4821)", "unit2", "unit3", "unit4"]
+    assert rows[2] == ["Lovelace, Ada", "", "", "ada", "", "0", "0", "", ""]
+    assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
+
+
 # -- the life cycle -----------------------------------------------------------------------
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="real Unix students need root and useradd")
