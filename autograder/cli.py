@@ -105,12 +105,12 @@ def give_to_course_owner(course: Path) -> None:
 def run(args, course: Path) -> int:
     kept = []  # outcomes recorded this run, for the message if it is interrupted
     try:
-        assignments = [args.assignment] if args.assignment else all_assignments(course)
-        for assignment in assignments:  # before anything in the course is touched
-            check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
         if args.no_sandbox and not args.report_only:
             print("course-grade: WARNING: --no-sandbox: student code runs as you, with your "
                   "files and network. Use it only for submissions you trust.", file=sys.stderr)
+        assignments = [args.assignment] if args.assignment else all_assignments(course)
+        for assignment in assignments:  # before anything in the course is touched
+            check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
         graded = {}
         if args.report_only:
             for assignment in assignments:

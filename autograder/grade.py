@@ -54,7 +54,12 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
         raise InstructorError(f"no source notebooks in {course_root / 'source' / assignment}")
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(config.CourseDirectory.db_url) as gb:
+    url = config.CourseDirectory.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):].split("?")[0]).exists():
+        raise InstructorError(  # opening it would make an empty one in the course
+            f"the course has no gradebook yet: run `nbgrader generate_assignment {assignment}` "
+            f"in {course_root} first")
+    with Gradebook(url) as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:

@@ -4,9 +4,9 @@ One small class goes through it all, once: the course folder belongs to an instr
 account and `course-grade` runs as root (sudo); three real Unix students fetch and submit
 through the nbgrader exchange, one of them after the due date (penalty "zero"); the first
 run is interrupted with Ctrl-C; one student forges a folder in another's name; a grader
-error is retried; one student is regraded alone; a manual grade is given; feedback goes
+error is retried; chosen students are graded again; a manual grade is given; feedback goes
 back through the exchange, and each student fetches only their own page. The cheap checks
-(bad options, a missing bubblewrap) need no class.
+(bad options, a missing bubblewrap, the Canvas export) need no class.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import pytest
 
 from autograder import cli
 from autograder.config import load_course_config
-from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
+from tests.class_fixture import ASSIGNMENT, NOTEBOOK, TEST_LIMITS
 from tests.submissions import RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 BIN = Path(sys.executable).parent
@@ -63,20 +63,12 @@ def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, cap
     assert cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox)]) == 2
     assert "bubblewrap" in capsys.readouterr().err
     assert sorted(p.name for p in course.iterdir()) == before  # no submitted/, no ledger
-
-
-def test_nbgrader_from_the_venv_works_without_the_venv_on_path(tmp_path):
-    """The README's `.venv/bin/nbgrader generate_assignment` makes the gradebook, which runs
-    `alembic` by name: the course's config puts its own environment's tools on PATH."""
-    course = tmp_path / "course"
-    (course / "source" / ASSIGNMENT).mkdir(parents=True)
-    shutil.copy(SOURCE, course / "source" / ASSIGNMENT / NOTEBOOK)
-    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    made = subprocess.run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, "--force"],
-                          cwd=course, capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"})
-    assert made.returncode == 0, made.stderr[-2000:]
-    assert (course / "gradebook.db").is_file() and (course / "release" / ASSIGNMENT / NOTEBOOK).is_file()
+    # --no-sandbox warns; here it then stops at the next check (no gradebook entry yet).
+    assert cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox),
+                     "--no-sandbox"]) == 2
+    said = capsys.readouterr().err
+    assert "WARNING: --no-sandbox" in said and "generate_assignment" in said
+    assert sorted(p.name for p in course.iterdir()) == before
 
 
 def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(
@@ -121,7 +113,8 @@ pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="needs bubblewrap (scripts/setup --system installs it)")]
 
 
-def as_user(user: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def as_user(user: str, argv: list[str], cwd: Path,
+            path: str = f"{BIN}:/usr/bin:/bin") -> subprocess.CompletedProcess:
     """Run as a real user. This machine's Python lives under /root (0700): an outer bwrap
     opens only it to them, as a laptop's Python is open to its user."""
     pw = pwd.getpwnam(user)
@@ -129,7 +122,7 @@ def as_user(user: str, argv: list[str], cwd: Path) -> subprocess.CompletedProces
     outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
              "--ro-bind", python_home, python_home, "--chdir", str(cwd), "--",
              "setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": pw.pw_dir, "USER": user, "LANG": "C.UTF-8"}
+    env = {"PATH": path, "HOME": pw.pw_dir, "USER": user, "LANG": "C.UTF-8"}
     return subprocess.run(outer + argv, capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -189,20 +182,41 @@ def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
 
 
+def forge(exchange: Path, course_id: str, forger: str, victim: str) -> None:
+    """The forger puts a later folder in the exchange's inbound under the victim's name."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    forged = exchange / course_id / "inbound" / f"{victim}+{ASSIGNMENT}+{stamp}+forged"
+    pw = pwd.getpwnam(forger)
+    writer = subprocess.run(
+        ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups", "sh",
+         "-c", f'mkdir "{forged}" && cat > "{forged}/{NOTEBOOK}"'],
+        input=nbformat.writes(make_submission(RELEASE, {})), text=True, capture_output=True)
+    assert writer.returncode == 0, writer.stderr
+
+
 @pytest.fixture(scope="module")
 def life():
     base = Path(tempfile.mkdtemp(prefix="cg-life-", dir="/tmp"))
     base.chmod(0o755)
     make_users()
     try:
-        course = build_course(base, LIFE_CONFIG)
-        exchange = base / "exchange"
+        # The instructor's own course folder and the exchange (mode 1777), as the README
+        # sets them up; the instructor runs .venv/bin/nbgrader without .venv/bin on PATH.
+        course, exchange = base / "course", base / "exchange"
+        (course / "source").mkdir(parents=True)
+        exchange.mkdir(mode=0o1777)
         exchange.chmod(0o1777)
-        course_id = load_course_config(course).CourseDirectory.course_id
+        shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+        (course / "nbgrader_config.py").write_text(
+            (ROOT / "nbgrader_config.py").read_text()
+            + TEST_LIMITS.format(exchange=str(exchange)) + LIFE_CONFIG)
         prof = pwd.getpwnam(INSTRUCTOR)
-        for path in [course, *course.rglob("*")]:  # the instructor's own course folder
+        for path in [course, *course.rglob("*")]:
             os.chown(path, prof.pw_uid, prof.pw_gid, follow_symlinks=False)
-        ok(as_user(INSTRUCTOR, ["nbgrader", "release_assignment", ASSIGNMENT], course))
+        runs = {step: as_user(INSTRUCTOR, [str(BIN / "nbgrader"), step, ASSIGNMENT], course,
+                              path="/usr/bin:/bin")
+                for step in ("generate_assignment", "release_assignment")}
+        course_id = load_course_config(course).CourseDirectory.course_id
         submit("cg19ada", course_id, exchange, SOLUTIONS)
         submit("cg19cy", course_id, exchange, {})
         time.sleep(1.1)
@@ -213,12 +227,24 @@ def life():
 
         with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
             gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
-        runs = {"interrupted": interrupt_after_first_grade(course)}
+        runs["interrupted"] = interrupt_after_first_grade(course)  # as root (sudo)
+        ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+        runs["kept"] = {p.stem: p.read_text() for p in ledger.glob("*.json")}
+        forge(exchange, course_id, "cg19cy", victim=sorted(runs["kept"])[0])
         runs["rest"] = course_grade(course, "--collect", "--export", "canvas")
         yield course, exchange, course_id, runs
     finally:
         remove_users()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_root
+def test_the_instructors_nbgrader_runs_from_the_venv_without_it_on_path(life):
+    """`.venv/bin/nbgrader generate_assignment` makes the gradebook, which runs `alembic` by
+    name: the course's config puts its own environment's tools on PATH."""
+    _, _, _, runs = life
+    for step in ("generate_assignment", "release_assignment"):
+        ok(runs[step])
 
 
 @needs_root
@@ -249,8 +275,12 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
     # A column per question, after nbgrader's own (bo's are his raw answers' points).
     assert float(grades["cg19ada"]["Question 1"]) == 8 and grades["cg19cy"]["Question 4"] == "0"
     with open(course / "grades-canvas.csv", newline="") as f:
-        canvas = {r[3]: r[5] for r in csv.reader(f)}
+        rows = list(csv.reader(f))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == TOTAL
+    canvas = {r[3]: r[5] for r in rows[2:]}
     assert float(canvas["cg19bo"]) == 0 and float(canvas["cg19ada"]) == TOTAL
+    assert set(canvas) == set(report(course))  # every student
     with open(course / "reports" / ASSIGNMENT / "report.csv", newline="") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f)}
     assert (float(rows["cg19bo"]["score"]), float(rows["cg19bo"]["late_penalty"])) == (0, TOTAL)
@@ -264,37 +294,21 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
 
 
 @needs_root
-def test_a_forgery_is_the_forgers_and_a_grader_error_is_retried(life):
-    """cy puts a folder in the exchange under ada's name; ada keeps her grade and ledger
-    entry (not graded again), the refusal is cy's, in the report and the summary. cy's last
-    grading had failed for a reason of the grader's own: it is graded again."""
-    course, exchange, course_id, _ = life
+def test_a_forgery_is_the_forgers_and_the_victim_keeps_their_grade(life):
+    """Between two runs cy puts a folder in the exchange under the name of a student already
+    graded: the victim keeps their grade and ledger entry (not graded again), and the
+    refusal is cy's, in the report and the summary."""
+    course, _, _, runs = life
+    [victim] = sorted(runs["kept"])[:1]
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
-    ada_entry = (ledger / "cg19ada.json").read_text()
-    cy = json.loads((ledger / "cg19cy.json").read_text())
-    (ledger / "cg19cy.json").write_text(json.dumps(
-        {**cy, "fate": "error", "details": ["grading worker failed: interrupted"]}))
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    forged = exchange / course_id / "inbound" / f"cg19ada+{ASSIGNMENT}+{stamp}+forged"
-    notebook = nbformat.writes(make_submission(RELEASE, {}))
-    writer = subprocess.run(
-        ["setpriv", f"--reuid={pwd.getpwnam('cg19cy').pw_uid}",
-         f"--regid={pwd.getpwnam('cg19cy').pw_gid}", "--clear-groups", "sh", "-c",
-         f'mkdir "{forged}" && cat > "{forged}/{NOTEBOOK}"'], input=notebook, text=True,
-        capture_output=True)
-    assert writer.returncode == 0, writer.stderr
-    run = ok(course_grade(course, "--collect"))
     outcomes = report(course)
-    assert outcomes["cg19ada"]["this_run"] == "unchanged"
-    assert outcomes["cg19ada"]["score"] == TOTAL
-    assert any("cg19cy submitted it under cg19ada's name" in d
+    assert outcomes[victim]["this_run"] == "unchanged" and outcomes[victim]["fate"] == "graded"
+    assert (ledger / f"{victim}.json").read_text() == runs["kept"][victim]
+    assert any(f"cg19cy submitted it under {victim}'s name" in d
                for d in outcomes["cg19cy"]["details"])
-    cy_line = next(line for line in run.stdout.splitlines() if line.startswith("cg19cy"))
-    assert "cg19ada" in cy_line
-    assert (ledger / "cg19ada.json").read_text() == ada_entry
-    assert "not collected" in run.stderr and "untouched" in run.stderr
-    first = json.loads((ledger / "cg19cy.json").read_text())
-    assert first["fate"] == "graded"  # retried: graded again, and so final
+    cy_line = next(line for line in runs["rest"].stdout.splitlines() if line.startswith("cg19cy"))
+    assert victim in cy_line
+    assert "not collected" in runs["rest"].stderr and "untouched" in runs["rest"].stderr
 
 
 @needs_root
@@ -315,12 +329,24 @@ def test_feedback_goes_back_through_the_exchange_each_student_their_own(life):
 
 
 @needs_root
-def test_one_student_is_regraded_alone(life):
+def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
+    """bo's last grading failed for a reason of the grader's own (a worker interrupted):
+    `--student cg19bo --student cg19cy` grades bo again, unchanged; cy, chosen but
+    unchanged, is not graded without --force, and ada, not chosen, is left alone. Then
+    `--student cg19cy --force` grades cy alone."""
     course, _, _, _ = life
-    run = ok(course_grade(course, "--student", "cg19bo", "--force"))
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    bo = json.loads((ledger / "cg19bo.json").read_text())
+    (ledger / "cg19bo.json").write_text(json.dumps(
+        {**bo, "fate": "error", "details": ["grading worker failed: interrupted"]}))
+    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy"))
     outcomes = report(course)
     assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
-    assert set(outcomes) >= set(STUDENTS)
+    assert outcomes["cg19bo"]["fate"] == "graded" and set(outcomes) >= set(STUDENTS)
+    # Graded again, a verdict about the submission is final: the next run leaves it.
+    assert json.loads((ledger / "cg19bo.json").read_text())["fate"] == "graded"
+    run = ok(course_grade(course, "--student", "cg19cy", "--force"))
+    assert {s for s, o in report(course).items() if o["this_run"] == "graded"} == {"cg19cy"}
 
 
 @needs_root
