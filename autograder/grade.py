@@ -261,10 +261,10 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     outcome = dict(result.outcome)
     student = outcome["student_id"]
     autograded, feedback = dict(result.autograded), dict(result.feedback)
-    if feedback:  # what nbgrader's release_feedback reads beside each page
-        extras = exchange_files(result)
-        autograded.update(extras)
-        feedback.update(extras)
+    extras = exchange_files(result)  # what nbgrader's release_feedback reads beside each page
+    for files in (autograded, feedback):  # (generate_feedback copies autograded's to feedback)
+        if files:
+            files.update(extras)
     _replace(course_root / "autograded" / student / assignment, autograded)
     _replace(course_root / "feedback" / student / assignment, feedback)
     notebooks = {name: data for name, data in result.autograded.items()
