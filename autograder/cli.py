@@ -70,6 +70,9 @@ def parse_args(argv):
         p.error("--zip and --folder import one assignment: name it instead of --all")
     if args.jobs < 1:
         p.error(f"--jobs must be at least 1 (got {args.jobs})")
+    for student in args.students or ():
+        if not inbox.valid_student_id(student):
+            p.error(f"--student {student!r} is not a student id")
     if args.report_only and (args.collect or args.zip or args.folder or args.force):
         p.error("--report-only grades nothing: it takes no --collect, --zip, --folder or --force")
     return args
@@ -120,6 +123,10 @@ def run(args, course: Path) -> int:
             with executor_for(args) as executor:
                 for assignment in assignments:
                     run_import(args, course, assignment)
+                    for student in args.students or ():
+                        if not (course / "submitted" / student / assignment).is_dir():
+                            print(f"course-grade: --student {student}: nothing in "
+                                  f"submitted/{student}/{assignment} to grade", file=sys.stderr)
                     graded[assignment] = run_grading(args, course, assignment, executor,
                                                      kept.append)
     except (InstructorError, importers.ImportFailed) as exc:

@@ -44,10 +44,18 @@ c.LateSubmissionPlugin.penalty_method = "zero"
 
 
 # -- cheap: no class ----------------------------------------------------------------------
-def test_jobs_below_one_is_refused(capsys):
+@pytest.mark.parametrize("args, said", [(["--jobs", "0"], "--jobs must be at least 1"),
+                                         (["--student", "../ada"], "is not a student id"),
+                                         (["--report-only", "--force"], "grades nothing")])
+def test_bad_options_are_refused(capsys, args, said):
     with pytest.raises(SystemExit) as stopped:
-        cli.parse_args([ASSIGNMENT, "--jobs", "0"])
-    assert stopped.value.code == 2 and "--jobs must be at least 1" in capsys.readouterr().err
+        cli.parse_args([ASSIGNMENT, *args])
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_several_students_are_named_by_repeating_the_option():
+    assert cli.parse_args([ASSIGNMENT, "--student", "stu_ada", "--student", "bo",
+                           "--force"]).students == ["stu_ada", "bo"]
 
 
 def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, capsys):
