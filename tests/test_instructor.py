@@ -247,6 +247,7 @@ def life():
 
 
 @needs_root
+@pytest.mark.slow
 def test_the_instructors_nbgrader_runs_from_the_venv_without_it_on_path(life):
     """`.venv/bin/nbgrader generate_assignment` makes the gradebook, which runs `alembic` by
     name: the course's config puts its own environment's tools on PATH."""
@@ -256,6 +257,7 @@ def test_the_instructors_nbgrader_runs_from_the_venv_without_it_on_path(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_ctrl_c_says_what_was_kept_and_the_next_run_grades_the_rest(life):
     course, _, _, runs = life
     stopped = runs["interrupted"]
@@ -271,6 +273,7 @@ def test_ctrl_c_says_what_was_kept_and_the_next_run_grades_the_rest(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_the_late_penalty_is_in_every_export_and_report(life):
     """bo submitted a full-marks notebook after the due date, with penalty "zero"."""
     course, _, _, runs = life
@@ -302,6 +305,7 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_a_forgery_is_the_forgers_and_the_victim_keeps_their_grade(life):
     """Between two runs cy puts a folder in the exchange under the name of a student already
     graded: the victim keeps their grade and ledger entry (not graded again), and the
@@ -320,6 +324,7 @@ def test_a_forgery_is_the_forgers_and_the_victim_keeps_their_grade(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_feedback_goes_back_through_the_exchange_each_student_their_own(life):
     course, exchange, course_id, _ = life
     released = ok(as_user(INSTRUCTOR, ["nbgrader", "release_feedback", ASSIGNMENT], course))
@@ -337,6 +342,7 @@ def test_feedback_goes_back_through_the_exchange_each_student_their_own(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     """bo's last grading failed for a reason of the grader's own (a worker interrupted):
     `--student cg19bo --student cg19cy` grades bo again, unchanged; cy, chosen but
@@ -358,6 +364,7 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
     from nbgrader.api import Gradebook
 
@@ -377,6 +384,7 @@ def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_root_leaves_nothing_of_its_own_in_the_instructors_course(life):
     course, _, _, _ = life
     prof = pwd.getpwnam(INSTRUCTOR).pw_uid
@@ -386,6 +394,7 @@ def test_root_leaves_nothing_of_its_own_in_the_instructors_course(life):
 
 
 @needs_root
+@pytest.mark.slow
 def test_no_student_work_or_grade_can_be_committed(life):
     """With the course's .gitignore, `git add -A` in the course folder takes only what the
     instructor wrote: config, source, release."""
