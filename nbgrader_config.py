@@ -2,7 +2,16 @@
 
 Each option says why it is set. Folders are relative to this file's folder, the course root.
 """
+import os
+import sys
+
 c = get_config()  # noqa: F821 (nbgrader's config loader provides it)
+
+# nbgrader runs `alembic` by name when it makes or upgrades the gradebook: the one of the
+# environment nbgrader runs from, so `.venv/bin/nbgrader ...` works without activating it.
+_tools = os.path.dirname(sys.executable)
+if _tools not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _tools + os.pathsep + os.environ.get("PATH", "")
 
 # --- The course and its folders ------------------------------------------------
 c.CourseDirectory.course_id = "pytorch-tensors-on-the-gpu"
@@ -63,13 +72,12 @@ c.Sandbox.max_output_mb = 2        # output kept per notebook, on every path; th
 c.Sandbox.max_message_mb = 64      # largest message a kernel may send the grader
 c.Sandbox.max_file_mb = 200        # largest file a kernel may write
 # LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`): entries named like
-# Blackboard's, <assignment>_<student>_attempt_<date>_<file>. The LMS writes everything up
-# to the date; the file name after it is the student's own, so the pattern takes the
-# *first* "_<id>_attempt_<date>_" (a lazy prefix), and a file name cannot choose the id.
-c.FileNameCollectorPlugin.named_regexp = (
-    r"^(?P<assignment>.*?)_(?P<student_id>[A-Za-z0-9][A-Za-z0-9.\-]*)_attempt_"
-    r"(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_(?P<file_id>.+)$"
-)
+# Blackboard's, <prefix>_<student>_attempt_<date>_<file>. The LMS writes everything up to
+# the date; the file name after it is the student's own, so the id is what lies between
+# the prefix and the *first* "_attempt_<date>_", underscores and all ("stu_ada"), and a
+# file name cannot choose it. The prefix is the assignment id unless set here (e.g. the
+# assignment's name in the LMS). Another LMS: set c.FileNameCollectorPlugin.named_regexp.
+c.LmsNames.assignment_prefix = ""
 c.ImportLimits.max_total_mb = 500  # uncompressed size of one LMS download
 c.ImportLimits.max_entries = 20000
 # The exchange's collect copies regular files only and refuses unsafe student ids.

@@ -1,9 +1,10 @@
 """The class report: how the whole class did on one assignment, for the instructor.
 
-One HTML page beside report.json, that opens from the disk without a server: per-question
-pass rates, the score histogram, the mistakes most often hinted, and the fates. Plots are
-made with matplotlib and embedded as PNG; every text that came from a student's notebook
-is escaped.
+One HTML page beside report.json, that opens from the disk without a server: each
+question's mean and full marks (questions are the source's headings), a student x question
+table, per-test-cell pass rates, the score histogram (scores after the late penalty), the
+mistakes most often hinted, and the fates with their students. Plots are made with
+matplotlib and embedded as PNG; every text that came from a student's notebook is escaped.
 
 The mistakes table quotes the tests, never a student: a failed test's message counts for
 a hint only where it ends with words of that test cell's own source, or of the checks
@@ -31,6 +32,7 @@ MIN_HINT_CHARS = 12  # shorter string literals ("cpu", "MB") are not hints
 
 def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
     graded = [o for o in outcomes if o.get("max_score")]
+    asked = _question_points(course_root, assignment)
     questions = pass_rates(course_root, assignment)
     mistakes = hinted_mistakes(course_root, assignment, [o["student_id"] for o in graded])
     fates = Counter(o["fate"] for o in outcomes)
@@ -51,13 +53,46 @@ def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path
             f"<tr><td>{count}</td><td>{html.escape(cell)}</td><td>{html.escape(hint)}</td></tr>"
             for (cell, hint), count in sorted(mistakes.items(),
                                               key=lambda kv: (-kv[1], kv[0]))[:SHOWN_MISTAKES]),
-        fates="".join(f"<tr><td>{html.escape(f)}</td><td>{fates[f]}</td></tr>"
-                      for f in FATES if fates[f]),
+        fates="".join(f"<tr><td>{html.escape(f)}</td><td>{fates[f]}</td><td>"
+                      + html.escape(", ".join(o["student_id"] for o in outcomes if o["fate"] == f))
+                      + "</td></tr>" for f in FATES if fates[f]),
+        by_question="".join(
+            f"<tr><td>{html.escape(q)}</td><td>{points:g}</td>"
+            f"<td>{_mean([o['questions'].get(q, 0) for o in graded if 'questions' in o]):.2f}</td>"
+            f"<td>{_full([o['questions'].get(q, 0) for o in graded if 'questions' in o], points)}</td></tr>"
+            for q, points in asked.items()),
+        question_heads="".join(f"<th>{html.escape(q)}</th>" for q in asked),
+        students="".join(
+            f"<tr><td>{html.escape(o['student_id'])}</td>"
+            + "".join(f"<td>{o['questions'].get(q, 0):g}</td>" for q in asked)
+            + f"<td>{o['score']:g}</td><td>{o.get('late_penalty') or 0:g}</td></tr>"
+            for o in graded if "questions" in o),
     )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "class-report.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _question_points(course_root: Path, assignment: str) -> dict[str, float]:
+    """Question (the source's heading) -> its points, from the gradebook's test cells."""
+    from nbgrader.api import Gradebook
+
+    from autograder.report import questions
+
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        points = {c.name: c.max_score for nb in gb.find_assignment(assignment).notebooks
+                  for c in nb.grade_cells}
+    return {q: sum(points.get(c, 0) for c in cells)
+            for q, cells in questions(course_root, assignment).items()}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _full(values: list[float], points: float) -> str:
+    return f"{100 * sum(v >= points for v in values) / len(values):.0f}%" if values else ""
 
 
 def pass_rates(course_root: Path, assignment: str) -> dict[str, tuple[float, int, int, float]]:
@@ -161,6 +196,9 @@ def _histogram(scores: list[float], max_score: float):
     ax.hist(scores, bins=bins, range=(0, max_score or 1), color="#0072B2", edgecolor="white")
     ax.set_xlabel(f"score (of {max_score:g})")
     ax.set_ylabel("students")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of students is whole
     fig.tight_layout()
     return fig
 
@@ -200,12 +238,19 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .5em;
 <h2>Scores</h2>
 {histogram}
 <h2>Questions</h2>
+<table><tr><th>question</th><th>points</th><th>mean</th><th>full marks</th></tr>
+{by_question}</table>
+<h2>Students</h2>
+<p>Scores after the late penalty, per question (before it), from the gradebook.</p>
+<table><tr><th>student</th>{question_heads}<th>score</th><th>late penalty</th></tr>
+{students}</table>
+<h2>Test cells</h2>
 <table><tr><th>test cell</th><th>points</th><th>graded</th><th>full marks</th><th>mean</th></tr>
 {questions}</table>
 {rates}
 <h2>Mistakes most often hinted</h2>
 <table><tr><th>students</th><th>test cell</th><th>message</th></tr>{mistakes}</table>
 <h2>Fates</h2>
-<table><tr><th>fate</th><th>students</th></tr>{fates}</table>
+<table><tr><th>fate</th><th>count</th><th>students</th></tr>{fates}</table>
 </body></html>
 """

@@ -6,10 +6,14 @@
     course-grade gpu_tensors                      # what is already in submitted/
     course-grade --all                            # every assignment of the course
     course-grade --all --scheduler tcp://HOST:8786   # on a Dask cluster
+    course-grade gpu_tensors --student ada --force   # grade one student again
+    course-grade gpu_tensors --report-only        # after manual grading: reports, exports, feedback
 
 Exit status: 0 when the batch completed (whatever the submissions' fates), 2 for what
 only the instructor can fix (no bubblewrap, assignment not in the gradebook, bad input
-path, a lost cluster), 1 for anything unexpected.
+path, a lost cluster), 130 when interrupted (Ctrl-C: what was graded is kept), 1 for
+anything unexpected. Everything the instructor must fix is checked before the course
+folder is touched.
 """
 from __future__ import annotations
 
@@ -20,9 +24,10 @@ import sys
 from pathlib import Path
 
 from autograder import importers, inbox
-from autograder.grade import InstructorError, grade_assignment
-from autograder.report import (export_canvas, export_grades, summary_table, write_class_report,
-                               write_report)
+from autograder.config import grading_config
+from autograder.grade import InstructorError, check_ready, grade_assignment, recorded_outcomes
+from autograder.report import (export_canvas, export_grades, from_gradebook, summary_table,
+                               write_class_report, write_report)
 
 
 def parse_args(argv):
@@ -42,6 +47,12 @@ def parse_args(argv):
                    help="course folder holding nbgrader_config.py (default: here)")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                    help="submissions graded at once on this machine (default: the number of CPUs)")
+    p.add_argument("--student", action="append", dest="students", metavar="ID",
+                   help="grade only this student (repeatable); with --force, grade them again "
+                   "even if unchanged (as nbgrader autograde --student)")
+    p.add_argument("--report-only", action="store_true",
+                   help="grade nothing: rewrite reports and exports from the gradebook and "
+                   "regenerate feedback (after manual grading in formgrader)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster: its scheduler, e.g. tcp://10.0.0.5:8786")
     p.add_argument("--gpu", action="store_true",
@@ -57,6 +68,13 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.all and (args.zip or args.folder):
         p.error("--zip and --folder import one assignment: name it instead of --all")
+    if args.jobs < 1:
+        p.error(f"--jobs must be at least 1 (got {args.jobs})")
+    for student in args.students or ():
+        if not inbox.valid_student_id(student):
+            p.error(f"--student {student!r} is not a student id")
+    if args.report_only and (args.collect or args.zip or args.folder or args.force):
+        p.error("--report-only grades nothing: it takes no --collect, --zip, --folder or --force")
     return args
 
 
@@ -64,23 +82,67 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     course = args.course.resolve()
     try:
-        assignments = [args.assignment] if args.assignment else all_assignments(course)
-        if args.no_sandbox:
+        return run(args, course)
+    finally:
+        give_to_course_owner(course)
+
+
+def give_to_course_owner(course: Path) -> None:
+    """Run as root (sudo) on a course folder that someone else owns, leave nothing of root's
+    in it: what this run (or nbgrader as root) wrote becomes the owner's, so their own
+    nbgrader and course-grade runs keep working. Links are never followed; nothing outside
+    the course folder is touched."""
+    if os.geteuid() != 0 or not course.is_dir():
+        return
+    owner = course.stat()
+    if owner.st_uid == 0:
+        return
+    for folder, dirs, files in os.walk(course):  # os.walk does not enter linked folders
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_uid == 0:
+                    os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
+
+
+def run(args, course: Path) -> int:
+    kept = []  # outcomes recorded this run, for the message if it is interrupted
+    try:
+        if args.no_sandbox and not args.report_only:
             print("course-grade: WARNING: --no-sandbox: student code runs as you, with your "
                   "files and network. Use it only for submissions you trust.", file=sys.stderr)
-        with executor_for(args) as executor:
-            graded = {}
+        assignments = [args.assignment] if args.assignment else all_assignments(course)
+        for assignment in assignments:  # before anything in the course is touched
+            check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
+        graded = {}
+        if args.report_only:
             for assignment in assignments:
-                run_import(args, course, assignment)
-                graded[assignment] = run_grading(args, course, assignment, executor)
+                graded[assignment] = recorded_outcomes(course, assignment)
+                regenerate_feedback(course, assignment, graded[assignment])
+        else:
+            with executor_for(args) as executor:
+                for assignment in assignments:
+                    run_import(args, course, assignment)
+                    for student in args.students or ():
+                        if not (course / "submitted" / student / assignment).is_dir():
+                            print(f"course-grade: --student {student}: nothing in "
+                                  f"submitted/{student}/{assignment} to grade", file=sys.stderr)
+                    graded[assignment] = run_grading(args, course, assignment, executor,
+                                                     kept.append)
     except (InstructorError, importers.ImportFailed) as exc:
         print(f"course-grade: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ncourse-grade: interrupted. {len(kept)} submission(s) graded in this run "
+              "are kept (gradebook, feedback, ledger); run the same command to grade the "
+              "rest (nothing is graded twice).", file=sys.stderr)
+        return 130
     grades = course / "grades.csv"
     export_grades(course, assignments, grades)
     for name in args.export:
         print(f"{name} grades: {export_canvas(course, assignments, course / 'grades-canvas.csv')}")
     for assignment, outcomes in graded.items():
+        outcomes = from_gradebook(course, assignment, outcomes)
         folder = course / "reports" / assignment
         report_json, _ = write_report(outcomes, folder)
         page = write_class_report(course, assignment, outcomes, folder)
@@ -145,13 +207,33 @@ def run_import(args, course: Path, assignment: str) -> None:
     importers.record_problems(course, assignment, problems)
 
 
-def run_grading(args, course: Path, assignment: str, executor) -> list[dict]:
+def run_grading(args, course: Path, assignment: str, executor, on_result=None) -> list[dict]:
     from tqdm import tqdm
 
     with tqdm(total=0, desc=f"grading {assignment}", unit="submission", file=sys.stderr,
               disable=args.no_progress) as bar:
         return grade_assignment(course, assignment, jobs=args.jobs, sandbox=not args.no_sandbox,
-                                force=args.force, executor=executor, gpu=args.gpu, progress=bar)
+                                force=args.force, executor=executor, gpu=args.gpu, progress=bar,
+                                on_result=on_result,
+                                students=set(args.students) if args.students else None)
+
+
+def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> None:
+    """nbgrader's generate_feedback, with this course's sanitized, hidden-test-free
+    feedback, for every autograded submission: the pages then show manual grades too."""
+    from autograder.worker import _run_nbgrader
+
+    for outcome in outcomes:
+        student = outcome["student_id"]
+        if not (course / "autograded" / student / assignment).is_dir():
+            continue
+        config = grading_config(course)
+        config.CourseDirectory.assignment_id = assignment
+        config.CourseDirectory.student_id = student
+        ok, log = _run_nbgrader("GenerateFeedback", config)
+        if not ok:
+            print(f"course-grade: {student}: feedback failed: {log.strip()[-300:]}",
+                  file=sys.stderr)
 
 
 if __name__ == "__main__":

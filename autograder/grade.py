@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import re
+import secrets
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -40,7 +42,8 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
     config = grading_config(course_root)
     if sandbox and Sandbox(config=config).bwrap_path() is None:
         raise InstructorError(
-            "bubblewrap (bwrap) is not installed, so student code cannot be sandboxed. "
+            f"bubblewrap ({config.Sandbox.get('bwrap', 'bwrap')}) is not installed (not on PATH "
+            "nor in /usr/bin), so student code cannot be sandboxed. "
             "Install it (Debian/Ubuntu: apt-get install bubblewrap) or, only if you trust "
             "every submission, run again with --no-sandbox.")
     if sandbox and unprivileged():
@@ -54,13 +57,32 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
         raise InstructorError(f"no source notebooks in {course_root / 'source' / assignment}")
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(config.CourseDirectory.db_url) as gb:
+    url = config.CourseDirectory.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):].split("?")[0]).exists():
+        raise InstructorError(  # opening it would make an empty one in the course
+            f"the course has no gradebook yet: run `nbgrader generate_assignment {assignment}` "
+            f"in {course_root} first")
+    with Gradebook(url) as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
             raise InstructorError(
                 f"assignment {assignment!r} is not in the gradebook: run "
                 f"`nbgrader generate_assignment {assignment}` in {course_root} first") from None
+
+
+def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
+    """Every student's outcome as the ledger has it, without grading (--report-only)."""
+    ledger = Ledger(course_root, assignment)
+    outcomes = {e["student_id"]: {**e, "this_run": "unchanged"} for e in ledger.entries()}
+    for student in roster(course_root):
+        outcomes.setdefault(student, fates.Outcome(
+            student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict())
+    for student, notes in ledger.notes().items():
+        outcome = outcomes.setdefault(student, fates.Outcome(
+            student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict())
+        outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
+    return [outcomes[s] for s in sorted(outcomes)]
 
 
 def roster(course_root: Path) -> list[str]:
@@ -91,17 +113,20 @@ def course_files(course_root: Path, assignment: str) -> CourseFiles:
 def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = None,
                      sandbox: bool = True, force: bool = False, executor=None,
                      gpu: bool = False, on_result: Callable[[dict], None] | None = None,
-                     progress=None) -> list[dict]:
+                     progress=None, students: set[str] | None = None) -> list[dict]:
     """Grade what needs grading; return every submission's outcome (old and new).
 
     ``executor``: where jobs run (a Dask client's executor); None: a local pool of ``jobs``.
+    ``students``: grade only these (``force`` then grades them again); the others keep
+    what the ledger says.
     """
     course_root = Path(course_root).resolve()
     gradebooks.share_engines()
     gradebooks.share_validators()
     check_ready(course_root, assignment, sandbox)
     files_of_course = course_files(course_root, assignment)
-    submitted = inbox.submitted_students(course_root, assignment)
+    submitted = [s for s in inbox.submitted_students(course_root, assignment)
+                 if students is None or s in students]
     with contextlib.ExitStack() as stack:
         if executor is None and submitted:
             executor, workers = stack.enter_context(
@@ -110,6 +135,13 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
             workers = _workers(executor) if executor is not None else 1
         return _grade_class(course_root, assignment, submitted, files_of_course, sandbox, force,
                             gpu, executor, workers, on_result, progress)
+
+
+# What the grader says about itself, not the submission: graded again on the next run.
+def _retried(entry: dict) -> bool:
+    return entry.get("fate") == fates.ERROR or (
+        entry.get("fate") == fates.NEEDS_REVIEW and entry.get("digest")
+        and any(d.startswith("test points withheld") for d in entry.get("details") or []))
 
 
 def _grade_class(course_root: Path, assignment: str, submitted: list[str],
@@ -128,7 +160,7 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
                                                config)
         digest = inbox.digest(files, refused)
         done = ledger.get(student)
-        if done and done.get("digest") == digest and not force:
+        if done and done.get("digest") == digest and not force and not _retried(done):
             outcomes[student] = {**done, "this_run": "unchanged"}
             continue
         rejected = inbox.problem(files, refused, notebooks, cells)
@@ -150,6 +182,8 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
         if student not in outcomes and student not in waiting:
             outcomes[student] = fates.Outcome(
                 student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict()
+    for entry in ledger.entries():  # the students not graded this run (--student)
+        outcomes.setdefault(entry["student_id"], {**entry, "this_run": "unchanged"})
 
     if progress is not None:
         progress.reset(total=len(to_grade))
@@ -161,6 +195,10 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
             on_result(outcome)
         if progress is not None:
             progress.update(1)
+    for student, notes in ledger.notes().items():  # e.g. a folder forged in another's name
+        outcome = outcomes.setdefault(student, fates.Outcome(
+            student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict())
+        outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
 
 
@@ -193,6 +231,12 @@ class LocalPool:
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
+    def kill(self) -> None:
+        """End every worker now (Ctrl-C): the jobs in flight go, what is recorded stays."""
+        for process in list(getattr(self.executor, "_processes", {}).values()):
+            process.kill()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
 
 @contextlib.contextmanager
 def local_pool(workers: int, files_of_course: CourseFiles):
@@ -200,6 +244,9 @@ def local_pool(workers: int, files_of_course: CourseFiles):
     pool = LocalPool(workers, files_of_course)
     try:
         yield pool, pool.workers
+    except KeyboardInterrupt:  # Ctrl-C: what is recorded stays; jobs in flight go
+        pool.kill()
+        raise
     finally:
         pool.shutdown()
 
@@ -280,8 +327,13 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     preprocessors, into whatever gradebook the course uses."""
     outcome = dict(result.outcome)
     student = outcome["student_id"]
-    _replace(course_root / "autograded" / student / assignment, result.autograded)
-    _replace(course_root / "feedback" / student / assignment, result.feedback)
+    autograded, feedback = dict(result.autograded), dict(result.feedback)
+    extras = exchange_files(result)  # what nbgrader's release_feedback reads beside each page
+    for files in (autograded, feedback):  # (generate_feedback copies autograded's to feedback)
+        if files:
+            files.update(extras)
+    _replace(course_root / "autograded" / student / assignment, autograded)
+    _replace(course_root / "feedback" / student / assignment, feedback)
     notebooks = {name: data for name, data in result.autograded.items()
                  if name.endswith(".ipynb") and "/" not in name}
     if not notebooks:
@@ -291,6 +343,23 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
                                     result.timestamp)
     outcome["score"], outcome["max_score"] = score, max_score
     return outcome
+
+
+SECRET = re.compile(r"^[0-9A-Za-z]{16,512}$")
+
+
+def exchange_files(result: Result) -> dict[str, bytes]:
+    """timestamp.txt and submission_secret.txt, as nbgrader's autograde and generate_feedback
+    would have copied them: ``nbgrader release_feedback`` reads both beside each page and
+    names the released page by a hash of the secret, which only the submitting student's
+    ``fetch_feedback`` knows. A submission that came without one (an LMS zip, a folder) gets
+    a fresh random secret: release_feedback works for the whole class, and such a page is
+    published under a name nobody can guess (hand it back through the LMS). The timestamp
+    was checked as a date before grading; an unknown one is left empty (nbgrader only
+    prints it)."""
+    secret = result.secret if result.secret and SECRET.match(result.secret) else None
+    return {"timestamp.txt": (result.timestamp or "").encode(),
+            "submission_secret.txt": (secret or secrets.token_hex(64)).encode()}
 
 
 def _save_grades(course_root: Path, assignment: str, student: str,

@@ -39,6 +39,8 @@ _LOCK = threading.Lock()
 def share_engines() -> None:
     import nbgrader.api as api
 
+    quiet_autoflush_warnings()
+
     if getattr(api.create_engine, "shared", False):
         return
     make = api.create_engine
@@ -80,3 +82,16 @@ def share_validators() -> None:
             raise error
 
     common.jsonschema = types.SimpleNamespace(validate=validate, shared=True)
+
+
+def quiet_autoflush_warnings() -> None:
+    """nbgrader's ``add_submission`` builds a submission's rows while SQLAlchemy autoflushes,
+    which warns (SAWarning "... not in session, add operation along ... will not proceed")
+    three times a submission; the rows are added a line later and committed. Only that
+    warning is silenced, and only in grading processes."""
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning,
+                            message=r"Object of type <Submitted\w+> not in session, add operation")

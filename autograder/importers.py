@@ -2,8 +2,9 @@
 
 - the nbgrader exchange: nbgrader's own collect, with ``SafeExchangeCollect`` (set in
   nbgrader_config.py through ``ExchangeFactory.collect``) copying regular files only;
-- an LMS zip download: entries named by ``FileNameCollectorPlugin.named_regexp`` in
-  nbgrader_config.py, extracted here with bounds (nbgrader's own zip_collect extracts
+- an LMS zip download: entries named as Blackboard names them (``EntryNames``: an id keeps
+  its ``_``), or by ``FileNameCollectorPlugin.named_regexp`` where the course sets it,
+  extracted here with bounds (nbgrader's own zip_collect extracts
   everything, nested archives included, and stops at the first bad entry);
 - a folder of notebooks named by student: ``<student>.ipynb`` or ``<student>/*.ipynb``.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from nbgrader.exchange.abc.exchange import ExchangeError
 from nbgrader.exchange.default.collect import ExchangeCollect
-from traitlets import Integer
+from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
 from autograder import safefiles
@@ -38,6 +39,7 @@ from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
+NOTE = "note"  # a Problem's fate when it is no fate: a note against that student (a forgery)
 
 
 class ImportFailed(Exception):
@@ -114,26 +116,32 @@ class SafeExchangeCollect(ExchangeCollect):
         elif not TIMESTAMP.match(stamp):
             why = "its date does not read as one"
         else:
-            why = self._owner_problem(entry, student)
+            why, owner = self._owner_problem(entry, student)
             if why is None:
                 return {"username": student, "filename": entry.name,
                         "timestamp": parse_utc(stamp), "stamp": stamp}
+            if owner is not None:  # a forgery: the forger's, never the victim's, record
+                self.problems.append((owner if valid_student_id(owner) else "", NOTE,
+                                      f"exchange entry {shown}: {why}"))
+                return None
         self.problems.append((student, NEEDS_REVIEW if student else NO_NOTEBOOK,
                               f"exchange entry {shown}: {why}; not collected"))
         return None
 
-    def _owner_problem(self, entry, student: str) -> str | None:
+    def _owner_problem(self, entry, student: str) -> tuple[str | None, str | None]:
+        """(why the folder is not taken, the system user who made it), or (None, None)."""
         if not self.check_owner:
-            return None
+            return None, None
         try:
             owner = pwd.getpwuid(entry.stat(follow_symlinks=False).st_uid).pw_name
         except (KeyError, OSError):
-            owner = "an unknown user"
+            return "its owner is no known user; not collected", None
         if owner != student:
-            return (f"it belongs to {owner}, not {student} (set "
-                    "c.ExchangeCollect.check_owner = False where all students share one "
-                    "system user)")
-        return None
+            return (f"system user {owner} submitted it under {student}'s name; not collected. "
+                    f"{student}'s own submission and grade are untouched. (Only on a hub where "
+                    "every student shares one system user is this no forgery: there, set "
+                    "c.ExchangeCollect.check_owner = False.)"), owner
+        return None, None
 
     def _duedate(self):
         from nbgrader.api import Gradebook, MissingEntry
@@ -179,15 +187,72 @@ def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
 
 
 # -- an LMS zip download -----------------------------------------------------------------
+class LmsNames(Configurable):
+    """How an LMS names the entries of a download: ``<prefix>_<student id>_attempt_<date>_
+    <file>``, as Blackboard writes them. The LMS writes everything up to the date; the file
+    name after it is the student's own. Usernames may hold ``_``, so the id is what lies
+    between the assignment's prefix and the first ``_attempt_<date>_``."""
+
+    assignment_prefix = Unicode("", help=(
+        "What the LMS writes before the student id (without the '_' after it), e.g. "
+        "'Homework 1'. Empty: the assignment id, which every entry must then start with."
+    )).tag(config=True)
+
+
+ATTEMPT = re.compile(r"_attempt_(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_"
+                     r"(?P<file_id>.+)$")
+
+
+class EntryNames:
+    """Reads an LMS entry's name as ``{student_id, timestamp, file_id}``, or None.
+
+    With ``c.FileNameCollectorPlugin.named_regexp`` set in the course's config, nbgrader's
+    own plugin reads names (another LMS); else ``LmsNames``. Either way the name up to the
+    date (``head``) is what the LMS wrote for the student: two different heads read as one
+    id are two students, and ``import_zip`` refuses both rather than merge them.
+    """
+
+    def __init__(self, config, assignment: str, notebooks: list[str]):
+        from nbgrader.plugins import FileNameCollectorPlugin
+
+        self.plugin = (FileNameCollectorPlugin(config=config)
+                       if "named_regexp" in config.get("FileNameCollectorPlugin", {}) else None)
+        self.prefix = (LmsNames(config=config).assignment_prefix or assignment) + "_"
+        self.notebooks = notebooks
+
+    def parse(self, name: str) -> dict | None:
+        base = Path(name).name
+        if self.plugin is not None:
+            info = _parse_entry(self.plugin, base)
+        else:
+            match = ATTEMPT.search(base)
+            if not match or not base.startswith(self.prefix):
+                return None
+            info = {"student_id": base[len(self.prefix):match.start()], **match.groupdict(),
+                    "head": base[:match.start()]}
+        if info is not None:
+            info = {"head": base.split("_attempt_")[0], **info,
+                    "file_id": self._renamed(info.get("file_id") or "")}
+        return info
+
+    def _renamed(self, file_id: str) -> str:
+        """An LMS renames a second upload of a file (``gpu_tensors-1.ipynb``, ``gpu_tensors
+        (1).ipynb``): it is still that notebook, as --folder takes any name."""
+        for notebook in self.notebooks:
+            stem = re.escape(notebook[: -len(".ipynb")])
+            if re.fullmatch(stem + r"(?:-\d{1,3}| ?\(\d{1,3}\))\.ipynb", file_id):
+                return notebook
+        return file_id
+
+
 def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Problem]:
     """Import an LMS download: each student's latest attempt, within bounds per file,
     per student (nbgrader's max_file_size and max_dir_size) and per download."""
-    from nbgrader.plugins import FileNameCollectorPlugin
-
     config = load_course_config(course_root)
     each, total_limit, max_entries = _limits(config)
     per_student = file_limits(config)[1]
-    plugin = FileNameCollectorPlugin(config=config)
+    names = EntryNames(config, assignment, expected_notebooks(course_root, assignment))
+    heads: dict[str, set[str]] = {}  # student id -> what the LMS wrote for them
     problems: list[Problem] = []
     chosen: dict[str, dict[str, tuple]] = {}  # student -> file -> (timestamp, bytes, entry)
     ties: dict[str, set[str]] = {}
@@ -208,11 +273,16 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
         entries = [e for e in archive.infolist() if not e.is_dir()]
         for number, entry in enumerate(entries):
             name = entry.filename
-            info = _parse_entry(plugin, name)
+            info = names.parse(name)
             student = info.get("student_id", "") if info else ""
             if student and not valid_student_id(student):
                 student = ""
+            if student:
+                heads.setdefault(student, set()).add(info["head"])
             why = _entry_problem(name, info)
+            if why and not info:
+                why += f" (expected {names.prefix}<student>_attempt_<date>_<file>; set " \
+                    "c.LmsNames.assignment_prefix to what your LMS writes before the id)"
             if why:
                 refuse(student, NO_NOTEBOOK if not student else INVALID_NOTEBOOK, why)
             elif number >= max_entries or total + entry.file_size > total_limit:
@@ -238,7 +308,14 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
     for student in sorted(set(chosen) | refused):
         folder = course_root / "submitted" / student / assignment
         files = chosen.get(student, {})
-        if ties.get(student):
+        if len(heads.get(student, ())) > 1:
+            shown = " and ".join(repr(h[:60]) for h in sorted(heads[student]))
+            problems.append((student, NEEDS_REVIEW, f"entries named {shown} both read as "
+                             f"student {student!r}: two students' work is never merged, so "
+                             "neither was taken; set c.LmsNames.assignment_prefix (or "
+                             "c.FileNameCollectorPlugin.named_regexp) so each reads as its own id"))
+            _remove_folder(folder)
+        elif ties.get(student):
             problems.append((student, NEEDS_REVIEW, "two attempts of "
                              f"{', '.join(sorted(ties[student]))} with the same date: neither "
                              "was taken; keep one in the download"))
@@ -380,5 +457,7 @@ def record_problems(course_root: Path, assignment: str, problems: list[Problem])
 
     ledger = Ledger(course_root, assignment)
     for student, fate, message in problems:
-        if student:
+        if student and fate == NOTE:
+            ledger.add_note(student, message)
+        elif student:
             ledger.put(Outcome(student, fate, 0.0, None, [message]).as_dict())

@@ -54,3 +54,4 @@ class Result:
     autograded: dict[str, bytes] = field(default_factory=dict)  # autograded/<student>/<a>/
     feedback: dict[str, bytes] = field(default_factory=dict)    # feedback/<student>/<a>/
     timestamp: str | None = None      # the submission's timestamp.txt, if any
+    secret: str | None = None         # its submission_secret.txt (nbgrader submit's), if any

@@ -39,6 +39,26 @@ class Ledger:
             os.fsync(f.fileno())
         os.replace(tmp, path)
 
+    def add_note(self, student_id: str, note: str) -> None:
+        """Something the instructor must know about a student that is no grade of theirs
+        (a folder they forged in another's name): kept apart, shown in every report."""
+        notes = self.notes().get(student_id, [])
+        if note not in notes:
+            path = self.folder.parent / "notes" / f"{student_id}.json"
+            path.parent.mkdir(exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(notes + [note], indent=1), encoding="utf-8")
+            os.replace(tmp, path)
+
+    def notes(self) -> dict[str, list[str]]:
+        out = {}
+        for path in sorted((self.folder.parent / "notes").glob("*.json")):
+            try:
+                out[path.stem] = list(json.loads(path.read_text(encoding="utf-8")))
+            except (json.JSONDecodeError, TypeError):
+                continue
+        return out
+
     def entries(self) -> list[dict]:
         out = []
         for path in sorted(self.folder.glob("*.json")):

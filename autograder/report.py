@@ -1,17 +1,75 @@
 """What the instructor reads at the end: grades.csv (and an LMS's import format), the
-report of fates, a summary table, and the class report (``autograder.class_report``)."""
+report of fates, a summary table, and the class report (``autograder.class_report``).
+
+Every score in them is the gradebook's, read when they are written: after nbgrader's late
+penalty (``LateSubmissionPlugin``), with the penalty beside it, and with any manual grade
+from formgrader. The ledger only says what became of each submission (its fate)."""
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import Counter
 from pathlib import Path
+
+from traitlets import Dict, Unicode
+from traitlets.config import Configurable
 
 from autograder.config import grading_config
 from autograder.fates import FATES
 
-REPORT_FIELDS = ("student_id", "fate", "score", "max_score", "details",
-                 "this_run", "seconds")
+REPORT_FIELDS = ("student_id", "fate", "score", "max_score", "raw_score", "late_penalty",
+                 "details", "this_run", "seconds")
+
+
+def questions(course_root: Path, assignment: str) -> dict[str, list[str]]:
+    """Question -> its test cells, in order: the cells under each of the source notebook's
+    headings ("## Question 1: ..." gives "Question 1"), the headings above them."""
+    import nbformat
+
+    from autograder.inbox import expected_notebooks
+
+    out: dict[str, list[str]] = {}
+    for name in expected_notebooks(course_root, assignment):
+        nb = nbformat.read(Path(course_root) / "source" / assignment / name, as_version=4)
+        heading = name[: -len(".ipynb")]
+        for cell in nb.cells:
+            found = re.match(r"^(#{1,2})\s+(.+)", cell.source.lstrip()) \
+                if cell.cell_type == "markdown" else None
+            if found:
+                heading = re.sub(r"\s*\([^)]*points?\)\s*$", "", found.group(2)).split(":")[0].strip()
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution") and meta.get("grade_id"):
+                out.setdefault(heading, []).append(meta["grade_id"])
+    return out
+
+
+def gradebook_scores(course_root: Path, assignment: str) -> dict[str, dict]:
+    """Student -> score after the late penalty, the penalty, the raw score, the maximum and
+    each question's score, from the gradebook (manual grades included)."""
+    from nbgrader.api import Gradebook
+
+    asked = questions(course_root, assignment)
+    out = {}
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        found = gb.find_assignment(assignment)
+        max_score = float(found.max_score)
+        for submission in found.submissions:
+            raw = float(submission.score or 0)
+            penalty = float(submission.late_submission_penalty or 0)
+            cells = {g.name: float(g.score or 0) for nb in submission.notebooks for g in nb.grades}
+            out[submission.student.id] = {
+                "score": max(0.0, raw - penalty), "raw_score": raw, "late_penalty": penalty,
+                "max_score": max_score,
+                "questions": {q: sum(cells.get(c, 0.0) for c in ids) for q, ids in asked.items()}}
+    return out
+
+
+def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> list[dict]:
+    """The outcomes with the gradebook's scores: what every report and export shows."""
+    scores = gradebook_scores(course_root, assignment)
+    return [{**o, **scores[o["student_id"]]} if o["student_id"] in scores else o
+            for o in outcomes]
 
 
 def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None:
@@ -25,6 +83,22 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
     plugin.assignment = list(assignments)
     with Gradebook(config.CourseDirectory.db_url) as gb:
         plugin.export(gb)
+    # Then a column per question (Otter's final_grades.csv has one per question), beside
+    # nbgrader's own columns: score there is already after the late penalty.
+    per_student = {a: gradebook_scores(course_root, a) for a in assignments}
+    names = list(dict.fromkeys(q for a in assignments for q in questions(course_root, a)))
+    with open(dest, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = list(reader.fieldnames or []), list(reader)
+    for row in rows:
+        asked = per_student.get(row["assignment"], {}).get(row["student_id"], {})
+        for name in names:
+            value = asked.get("questions", {}).get(name)
+            row[name] = "" if value is None else f"{value:g}"
+    with open(dest, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fields + names)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 # Canvas's gradebook import: these identity columns, then one column per assignment, and
@@ -33,26 +107,49 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
+class CanvasExport(Configurable):
+    """How ``--export canvas`` names its columns."""
+
+    columns = Dict(Unicode(), default_value={}, help=(
+        "Assignment id -> the header of an existing Canvas assignment's column, as Canvas's "
+        "own export writes it, 'Name (id)': e.g. {'gpu_tensors': 'GPU tensors (48213)'}. "
+        "Without one, the column is the assignment id and Canvas makes a new assignment."
+    )).tag(config=True)
+
+
 def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path:
-    """The grades in the CSV form Canvas's gradebook import accepts."""
+    """The grades in the CSV form Canvas's gradebook import accepts: after the late penalty;
+    for a student with no submission, 0 once the assignment is out (someone has submitted,
+    and its due date, if any, is past), else an empty cell, which Canvas leaves alone."""
+    from datetime import datetime, timezone
+
     from nbgrader.api import Gradebook, MissingEntry
 
     config = grading_config(course_root)
+    headers = CanvasExport(config=config).columns
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
     with Gradebook(config.CourseDirectory.db_url) as gb:
-        points = [gb.find_assignment(a).max_score for a in assignments]
+        found = [gb.find_assignment(a) for a in assignments]
+        points = [a.max_score for a in found]
+        # Not released yet: nobody has submitted, or its due date is still ahead.
+        released = [bool(a.submissions) and (a.duedate is None or a.duedate < now)
+                    for a in found]
         rows = []
         for student in sorted(gb.students, key=lambda s: s.id):
             name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
             scores = []
-            for assignment in assignments:
+            for assignment, due in zip(assignments, released):
                 try:
-                    scores.append(f"{gb.find_submission(assignment, student.id).score:g}")
+                    submission = gb.find_submission(assignment, student.id)
                 except MissingEntry:
-                    scores.append("0")
+                    scores.append("0" if due else "")
+                    continue
+                penalty = submission.late_submission_penalty or 0  # nbgrader's late penalty
+                scores.append(f"{max(0.0, submission.score - penalty):g}")
             rows.append([name, "", "", student.id, "", *scores])
     with open(dest, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow([*CANVAS_COLUMNS, *assignments])
+        writer.writerow([*CANVAS_COLUMNS, *(headers.get(a, a) for a in assignments)])
         writer.writerow(["Points Possible", "", "", "", "", *(f"{p:g}" for p in points)])
         writer.writerows(rows)
     return dest
@@ -69,25 +166,28 @@ def write_report(outcomes: list[dict], folder: Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     json_path, csv_path = folder / "report.json", folder / "report.csv"
     json_path.write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
+    names = list(dict.fromkeys(q for o in outcomes for q in o.get("questions", {})))
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, REPORT_FIELDS, extrasaction="ignore")
+        writer = csv.DictWriter(f, REPORT_FIELDS + tuple(names), extrasaction="ignore")
         writer.writeheader()
         for o in outcomes:
-            writer.writerow({**o, "details": "; ".join(o.get("details") or [])})
+            writer.writerow({**o, **{q: f"{v:g}" for q, v in o.get("questions", {}).items()},
+                             "details": "; ".join(o.get("details") or [])})
     return json_path, csv_path
 
 
 def summary_table(outcomes: list[dict]) -> str:
     """One line per submission, then a count per fate."""
-    rows = [("student", "fate", "score", "note")]
+    rows = [("student", "fate", "score", "late penalty", "note")]
     for o in outcomes:
         score = "" if o.get("score") is None else f"{o['score']:g}"
         if o.get("max_score"):
             score += f"/{o['max_score']:g}"
+        late = f"-{o['late_penalty']:g} (of {o['raw_score']:g})" if o.get("late_penalty") else ""
         note = "; ".join(o.get("details") or [])
-        rows.append((o["student_id"], o["fate"], score, note[:70]))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+        rows.append((o["student_id"], o["fate"], score, late, note[:70]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths) + "  ----")
     counts = Counter(o["fate"] for o in outcomes)
     lines.append("")

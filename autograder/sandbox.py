@@ -178,7 +178,13 @@ class Sandbox(Configurable):
     ).tag(config=True)
 
     def bwrap_path(self) -> str | None:
-        return shutil.which(self.bwrap)
+        """The executable: on PATH, or where Debian and Fedora install it (sudo, cron and
+        service PATHs may leave /usr/bin out)."""
+        found = shutil.which(self.bwrap)
+        if found is None and "/" not in self.bwrap:
+            found = next((p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
+                          if os.access(p, os.X_OK)), None)
+        return found
 
     def limits(self) -> dict:
         """What kernel_entry applies inside the sandbox."""

@@ -53,6 +53,9 @@ def init_worker(course_files: CourseFiles | None = None) -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    # Ctrl-C is the coordinator's to handle (it says what was kept, then ends the workers).
+    # A handler, not SIG_IGN, which the kernels this process starts would inherit.
+    signal.signal(signal.SIGINT, lambda *_: None)
     if course_files is not None:
         with contextlib.suppress(Exception):
             _prepared(course_files)
@@ -75,6 +78,8 @@ def grade_job(job: Job) -> Result:
     result.outcome = outcome.as_dict()
     stamp = job.files.get("timestamp.txt")
     result.timestamp = stamp.decode(errors="replace").strip() if stamp else None
+    secret = job.files.get("submission_secret.txt")
+    result.secret = secret.decode(errors="replace").strip() if secret else None
     return result
 
 

@@ -223,8 +223,60 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
     problems = importers.import_exchange(course, "gpu_tensors")
     assert sorted(p.name for p in (course / "submitted").iterdir()) == [me]
     said = {student: message for student, _, message in problems}
-    assert f"belongs to {me}, not alice" in said["alice"]
+    # The forgery is recorded against the folder's owner, never as alice's fate.
+    assert "alice" not in said and f"{me} submitted it under alice's name" in said[me]
+    assert [fate for student, fate, _ in problems if student == me] == ["note"]
     assert "not a folder" in said["bob"] and "does not read as" in said[f"{me}2"]
     # The timestamp is the folder's own date, never the student's timestamp.txt.
     taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
     assert taken == stamp
+
+
+BLANK = nbformat.writes(make_submission(RELEASE, {})).encode()
+OLD_BLACKBOARD_REGEXP = (  # the pattern this course shipped before: an id could hold no '_'
+    r"^(?P<assignment>.*?)_(?P<student_id>[A-Za-z0-9][A-Za-z0-9.\-]*)_attempt_"
+    r"(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_(?P<file_id>.+)$")
+
+
+def test_lms_ids_keep_their_underscores_and_renamed_notebooks_are_taken(course, tmp_path):
+    """Blackboard usernames may hold '_': a_smith and b_smith stay two students, stu_ada
+    stays stu_ada, and a notebook the LMS renamed (gpu_tensors-1.ipynb) is the notebook."""
+    entries = [("gpu_tensors_a_smith_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
+               ("gpu_tensors_b_smith_attempt_2024-03-01-11-00-00_gpu_tensors.ipynb", BLANK),
+               ("gpu_tensors_stu_ada_attempt_2024-03-01_gpu_tensors-1.ipynb", NB),
+               ("gpu_tensors_bo_attempt_2024-03-01_gpu_tensors (2).ipynb", NB)]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert problems == []
+    submitted = course / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == ["a_smith", "b_smith", "bo", "stu_ada"]
+    assert (submitted / "a_smith" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
+    assert (submitted / "b_smith" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == BLANK
+    assert (submitted / "stu_ada" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
+    assert (submitted / "bo" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
+
+
+def test_two_lms_names_read_as_one_id_are_refused_never_merged(course, tmp_path):
+    """Where a course's own named_regexp reads a_smith and b_smith both as 'smith', neither
+    entry is taken and the problem names both."""
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + "\nc.FileNameCollectorPlugin.named_regexp = "
+                      + repr(OLD_BLACKBOARD_REGEXP) + "\n")
+    entries = [("gpu_tensors_a_smith_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
+               ("gpu_tensors_b_smith_attempt_2024-03-01-11-00-00_gpu_tensors.ipynb", BLANK),
+               ("gpu_tensors_cy_attempt_2024-03-01_gpu_tensors.ipynb", NB)]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["cy"]
+    [(student, fate, message)] = problems
+    assert (student, fate) == ("smith", "needs review")
+    assert "gpu_tensors_a_smith" in message and "gpu_tensors_b_smith" in message
+
+
+def test_an_lms_prefix_other_than_the_assignment_id_is_configured(course, tmp_path):
+    entries = [("Homework 1_stu_ada_attempt_2024-03-01_gpu_tensors.ipynb", NB)]
+    download = make_zip(tmp_path / "d.zip", entries)
+    [(_, _, message)] = importers.import_zip(course, "gpu_tensors", download)
+    assert "c.LmsNames.assignment_prefix" in message
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + "\nc.LmsNames.assignment_prefix = 'Homework 1'\n")
+    assert importers.import_zip(course, "gpu_tensors", download) == []
+    assert [p.name for p in (course / "submitted").iterdir()] == ["stu_ada"]

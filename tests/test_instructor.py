@@ -1,0 +1,414 @@
+"""The instructor's life cycle around grading, as nbgrader users live it (issue 19).
+
+One small class goes through it all, once: the course folder belongs to an instructor
+account and `course-grade` runs as root (sudo); three real Unix students fetch and submit
+through the nbgrader exchange, one of them after the due date (penalty "zero"); the first
+run is interrupted with Ctrl-C; one student forges a folder in another's name; a grader
+error is retried; chosen students are graded again; a manual grade is given; feedback goes
+back through the exchange, and each student fetches only their own page. The cheap checks
+(bad options, a missing bubblewrap, the Canvas export) need no class.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import pwd
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli
+from autograder.config import load_course_config
+from tests.class_fixture import ASSIGNMENT, NOTEBOOK, TEST_LIMITS
+from tests.submissions import RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
+
+BIN = Path(sys.executable).parent
+CLI = str(BIN / "course-grade")
+ROOT = Path(__file__).parents[1]
+STUDENTS = ("cg19ada", "cg19bo", "cg19cy")  # ada: solution; bo: solution, late; cy: blank
+INSTRUCTOR = "cg19prof"
+LIFE_CONFIG = """
+c.ExchangeCollect.check_owner = True
+c.LateSubmissionPlugin.penalty_method = "zero"
+"""
+
+
+# -- cheap: no class ----------------------------------------------------------------------
+@pytest.mark.parametrize("args, said", [(["--jobs", "0"], "--jobs must be at least 1"),
+                                         (["--student", "../ada"], "is not a student id"),
+                                         (["--report-only", "--force"], "grades nothing")])
+def test_bad_options_are_refused(capsys, args, said):
+    with pytest.raises(SystemExit) as stopped:
+        cli.parse_args([ASSIGNMENT, *args])
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_several_students_are_named_by_repeating_the_option():
+    assert cli.parse_args([ASSIGNMENT, "--student", "stu_ada", "--student", "bo",
+                           "--force"]).students == ["stu_ada", "bo"]
+
+
+def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(SOURCE, course / "source" / ASSIGNMENT / NOTEBOOK)
+    (course / "nbgrader_config.py").write_text(
+        (ROOT / "nbgrader_config.py").read_text() + '\nc.Sandbox.bwrap = "/nonexistent/bwrap"\n')
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    nbformat.write(make_submission(RELEASE, SOLUTIONS), inbox / "ada.ipynb")
+    before = sorted(p.name for p in course.iterdir())
+    assert cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox)]) == 2
+    assert "bubblewrap" in capsys.readouterr().err
+    assert sorted(p.name for p in course.iterdir()) == before  # no submitted/, no ledger
+    # --no-sandbox warns; here it then stops at the next check (no gradebook entry yet).
+    assert cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox),
+                     "--no-sandbox"]) == 2
+    said = capsys.readouterr().err
+    assert "WARNING: --no-sandbox" in said and "generate_assignment" in said
+    assert sorted(p.name for p in course.iterdir()) == before
+
+
+def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(
+        tmp_path):
+    """A Canvas column named 'Name (id)' updates that assignment; a unit that is not out yet
+    (nobody submitted, or not yet due) is an empty cell, which Canvas leaves alone, not a 0
+    that would overwrite it; once out, no submission is a 0; the roster's names fill the
+    Student column."""
+    from nbgrader.api import Gradebook
+
+    from autograder.report import export_canvas
+
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(
+        (ROOT / "nbgrader_config.py").read_text()
+        + "\nc.CanvasExport.columns = {'unit1': 'Unit one (4821)'}\n")
+    past = datetime.datetime(2024, 3, 1)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_student("ada", first_name="Ada", last_name="Lovelace")
+        gb.add_student("bo")
+        gb.add_assignment("unit1", duedate=past)
+        gb.add_assignment("unit2")
+        gb.add_assignment("unit3", duedate=datetime.datetime(2999, 1, 1))
+        for unit in ("unit1", "unit2", "unit3"):
+            gb.add_submission(unit, "bo")
+    units = ["unit1", "unit2", "unit3", "unit4"]  # unit4: nobody submitted
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_assignment("unit4")
+    export_canvas(course, units, course / "grades-canvas.csv")
+    with open(course / "grades-canvas.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][5:] == ["Unit one (4821)", "unit2", "unit3", "unit4"]
+    assert rows[2] == ["Lovelace, Ada", "", "", "ada", "", "0", "0", "", ""]
+    assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
+
+
+# -- the life cycle -----------------------------------------------------------------------
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
+                                reason="real Unix students need root and useradd")
+pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="needs bubblewrap (scripts/setup --system installs it)")]
+
+
+def as_user(user: str, argv: list[str], cwd: Path,
+            path: str = f"{BIN}:/usr/bin:/bin") -> subprocess.CompletedProcess:
+    """Run as a real user. This machine's Python lives under /root (0700): an outer bwrap
+    opens only it to them, as a laptop's Python is open to its user."""
+    pw = pwd.getpwnam(user)
+    python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
+    outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
+             "--ro-bind", python_home, python_home, "--chdir", str(cwd), "--",
+             "setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
+    env = {"PATH": path, "HOME": pw.pw_dir, "USER": user, "LANG": "C.UTF-8"}
+    return subprocess.run(outer + argv, capture_output=True, text=True, env=env, timeout=300)
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, (result.args[-4:], result.stdout[-1500:], result.stderr[-3000:])
+    return result
+
+
+def course_grade(course: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
+                          capture_output=True, text=True, timeout=900)
+
+
+def report(course: Path) -> dict[str, dict]:
+    rows = json.loads((course / "reports" / ASSIGNMENT / "report.json").read_text())
+    return {r["student_id"]: r for r in rows}
+
+
+def submit(user: str, course_id: str, exchange: Path, answers: dict) -> None:
+    home = Path(pwd.getpwnam(user).pw_dir)
+    (home / ".jupyter").mkdir(exist_ok=True)
+    (home / ".jupyter" / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
+        f"c.Exchange.root = {str(exchange)!r}\n")
+    shutil.chown(home / ".jupyter", user, user)
+    shutil.chown(home / ".jupyter" / "nbgrader_config.py", user, user)
+    ok(as_user(user, ["nbgrader", "fetch_assignment", ASSIGNMENT], home))
+    mine = home / ASSIGNMENT / NOTEBOOK
+    nbformat.write(make_submission(mine, answers), mine)
+    ok(as_user(user, ["nbgrader", "submit", ASSIGNMENT], home))
+
+
+def make_users() -> None:
+    for user in (*STUDENTS, INSTRUCTOR):
+        subprocess.run(["userdel", "--remove", user], capture_output=True)
+        ok(subprocess.run(["useradd", "--create-home", "--user-group", user],
+                          capture_output=True, text=True))
+
+
+def remove_users() -> None:
+    for user in (*STUDENTS, INSTRUCTOR):
+        subprocess.run(["userdel", "--remove", user], capture_output=True)
+
+
+def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
+    """Ctrl-C in the terminal (SIGINT to the whole process group) once one is graded."""
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
+                            "--collect", "-j", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list(ledger.glob("*.json")) \
+            and run.poll() is None:
+        time.sleep(0.1)
+    os.killpg(run.pid, signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
+
+
+def forge(exchange: Path, course_id: str, forger: str, victim: str) -> None:
+    """The forger puts a later folder in the exchange's inbound under the victim's name."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    forged = exchange / course_id / "inbound" / f"{victim}+{ASSIGNMENT}+{stamp}+forged"
+    pw = pwd.getpwnam(forger)
+    writer = subprocess.run(
+        ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups", "sh",
+         "-c", f'mkdir "{forged}" && cat > "{forged}/{NOTEBOOK}"'],
+        input=nbformat.writes(make_submission(RELEASE, {})), text=True, capture_output=True)
+    assert writer.returncode == 0, writer.stderr
+
+
+@pytest.fixture(scope="module")
+def life():
+    base = Path(tempfile.mkdtemp(prefix="cg-life-", dir="/tmp"))
+    base.chmod(0o755)
+    make_users()
+    try:
+        # The instructor's own course folder and the exchange (mode 1777), as the README
+        # sets them up; the instructor runs .venv/bin/nbgrader without .venv/bin on PATH.
+        course, exchange = base / "course", base / "exchange"
+        (course / "source").mkdir(parents=True)
+        exchange.mkdir(mode=0o1777)
+        exchange.chmod(0o1777)
+        shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+        (course / "nbgrader_config.py").write_text(
+            (ROOT / "nbgrader_config.py").read_text()
+            + TEST_LIMITS.format(exchange=str(exchange)) + LIFE_CONFIG)
+        prof = pwd.getpwnam(INSTRUCTOR)
+        for path in [course, *course.rglob("*")]:
+            os.chown(path, prof.pw_uid, prof.pw_gid, follow_symlinks=False)
+        runs = {step: as_user(INSTRUCTOR, [str(BIN / "nbgrader"), step, ASSIGNMENT], course,
+                              path="/usr/bin:/bin")
+                for step in ("generate_assignment", "release_assignment")}
+        course_id = load_course_config(course).CourseDirectory.course_id
+        submit("cg19ada", course_id, exchange, SOLUTIONS)
+        submit("cg19cy", course_id, exchange, {})
+        time.sleep(1.1)
+        due = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        time.sleep(1.1)
+        submit("cg19bo", course_id, exchange, SOLUTIONS)
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
+        runs["interrupted"] = interrupt_after_first_grade(course)  # as root (sudo)
+        ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+        runs["kept"] = {p.stem: p.read_text() for p in ledger.glob("*.json")}
+        forge(exchange, course_id, "cg19cy", victim=sorted(runs["kept"])[0])
+        runs["rest"] = course_grade(course, "--collect", "--export", "canvas")
+        yield course, exchange, course_id, runs
+    finally:
+        remove_users()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_root
+@pytest.mark.slow
+def test_the_instructors_nbgrader_runs_from_the_venv_without_it_on_path(life):
+    """`.venv/bin/nbgrader generate_assignment` makes the gradebook, which runs `alembic` by
+    name: the course's config puts its own environment's tools on PATH."""
+    _, _, _, runs = life
+    for step in ("generate_assignment", "release_assignment"):
+        ok(runs[step])
+
+
+@needs_root
+@pytest.mark.slow
+def test_ctrl_c_says_what_was_kept_and_the_next_run_grades_the_rest(life):
+    course, _, _, runs = life
+    stopped = runs["interrupted"]
+    assert stopped.returncode == 130, stopped.stderr[-2000:]
+    assert "Traceback" not in stopped.stderr and "KeyboardInterrupt" not in stopped.stderr
+    assert "graded in this run are kept" in stopped.stderr
+    assert "run the same command to grade the rest" in stopped.stderr
+    rest = ok(runs["rest"])
+    assert "SAWarning" not in rest.stderr and "Traceback" not in rest.stderr
+    graded_now = {s for s, o in report(course).items() if o["this_run"] == "graded"}
+    assert graded_now and graded_now < set(STUDENTS), rest.stdout  # the kept were not redone
+    assert {s: o["fate"] for s, o in report(course).items()} == {s: "graded" for s in STUDENTS}
+
+
+@needs_root
+@pytest.mark.slow
+def test_the_late_penalty_is_in_every_export_and_report(life):
+    """bo submitted a full-marks notebook after the due date, with penalty "zero"."""
+    course, _, _, runs = life
+    bo = report(course)["cg19bo"]
+    assert (bo["score"], bo["raw_score"], bo["late_penalty"]) == (0, TOTAL, TOTAL)
+    assert report(course)["cg19ada"]["score"] == TOTAL
+    with open(course / "grades.csv", newline="") as f:
+        grades = {r["student_id"]: r for r in csv.DictReader(f)}
+    assert float(grades["cg19bo"]["score"]) == 0 and float(grades["cg19ada"]["score"]) == TOTAL
+    # A column per question, after nbgrader's own (bo's are his raw answers' points).
+    assert float(grades["cg19ada"]["Question 1"]) == 8 and grades["cg19cy"]["Question 4"] == "0"
+    with open(course / "grades-canvas.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == TOTAL
+    canvas = {r[3]: r[5] for r in rows[2:]}
+    assert float(canvas["cg19bo"]) == 0 and float(canvas["cg19ada"]) == TOTAL
+    assert set(canvas) == set(report(course))  # every student
+    with open(course / "reports" / ASSIGNMENT / "report.csv", newline="") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    assert (float(rows["cg19bo"]["score"]), float(rows["cg19bo"]["late_penalty"])) == (0, TOTAL)
+    bo_line = next(line for line in runs["rest"].stdout.splitlines() if line.startswith("cg19bo"))
+    assert f"0/{TOTAL:g}" in bo_line and f"-{TOTAL:g}" in bo_line
+    page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
+    assert f"mean {TOTAL / 3:.1f} of {TOTAL:g}" in page
+    # The student x question table: bo's answers earned every question, the penalty took all.
+    assert f"<td>cg19bo</td><td>8</td><td>6</td><td>9</td><td>7</td><td>0</td><td>{TOTAL:g}</td>" \
+        in page
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_forgery_is_the_forgers_and_the_victim_keeps_their_grade(life):
+    """Between two runs cy puts a folder in the exchange under the name of a student already
+    graded: the victim keeps their grade and ledger entry (not graded again), and the
+    refusal is cy's, in the report and the summary."""
+    course, _, _, runs = life
+    [victim] = sorted(runs["kept"])[:1]
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    outcomes = report(course)
+    assert outcomes[victim]["this_run"] == "unchanged" and outcomes[victim]["fate"] == "graded"
+    assert (ledger / f"{victim}.json").read_text() == runs["kept"][victim]
+    assert any(f"cg19cy submitted it under {victim}'s name" in d
+               for d in outcomes["cg19cy"]["details"])
+    cy_line = next(line for line in runs["rest"].stdout.splitlines() if line.startswith("cg19cy"))
+    assert victim in cy_line
+    assert "not collected" in runs["rest"].stderr and "untouched" in runs["rest"].stderr
+
+
+@needs_root
+@pytest.mark.slow
+def test_feedback_goes_back_through_the_exchange_each_student_their_own(life):
+    course, exchange, course_id, _ = life
+    released = ok(as_user(INSTRUCTOR, ["nbgrader", "release_feedback", ASSIGNMENT], course))
+    assert "Traceback" not in released.stderr
+    for user in STUDENTS:
+        home = Path(pwd.getpwnam(user).pw_dir)
+        ok(as_user(user, ["nbgrader", "fetch_feedback", ASSIGNMENT], home))
+        pages = list((home / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+        assert len(pages) == 1, (user, pages)
+        own = course / "feedback" / user / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        assert pages[0].read_bytes() == own.read_bytes(), user
+    # No student can list the released pages (nbgrader's outbound feedback folder is 0711).
+    listing = as_user("cg19cy", ["ls", str(exchange / course_id / "feedback")], Path("/tmp"))
+    assert listing.returncode != 0
+
+
+@needs_root
+@pytest.mark.slow
+def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
+    """bo's last grading failed for a reason of the grader's own (a worker interrupted):
+    `--student cg19bo --student cg19cy` grades bo again, unchanged; cy, chosen but
+    unchanged, is not graded without --force, and ada, not chosen, is left alone. Then
+    `--student cg19cy --force` grades cy alone."""
+    course, _, _, _ = life
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    bo = json.loads((ledger / "cg19bo.json").read_text())
+    (ledger / "cg19bo.json").write_text(json.dumps(
+        {**bo, "fate": "error", "details": ["grading worker failed: interrupted"]}))
+    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy"))
+    outcomes = report(course)
+    assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
+    assert outcomes["cg19bo"]["fate"] == "graded" and set(outcomes) >= set(STUDENTS)
+    # Graded again, a verdict about the submission is final: the next run leaves it.
+    assert json.loads((ledger / "cg19bo.json").read_text())["fate"] == "graded"
+    run = ok(course_grade(course, "--student", "cg19cy", "--force"))
+    assert {s for s, o in report(course).items() if o["this_run"] == "graded"} == {"cg19cy"}
+
+
+@needs_root
+@pytest.mark.slow
+def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
+    from nbgrader.api import Gradebook
+
+    course, _, _, _ = life
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:  # as formgrader does
+        grade = gb.find_grade("test_q1_device", NOTEBOOK[:-6], ASSIGNMENT, "cg19cy")
+        grade.manual_score = 1.5
+        gb.db.commit()
+    run = ok(course_grade(course, "--report-only"))
+    assert report(course)["cg19cy"]["score"] == 1.5
+    assert all(o["this_run"] != "graded" for o in report(course).values())
+    assert any(line.startswith("cg19cy") and "1.5/" in line for line in run.stdout.splitlines())
+    with open(course / "grades.csv", newline="") as f:
+        assert {r["student_id"]: float(r["score"]) for r in csv.DictReader(f)}["cg19cy"] == 1.5
+    page = (course / "feedback" / "cg19cy" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "1.5" in page
+
+
+@needs_root
+@pytest.mark.slow
+def test_root_leaves_nothing_of_its_own_in_the_instructors_course(life):
+    course, _, _, _ = life
+    prof = pwd.getpwnam(INSTRUCTOR).pw_uid
+    roots = [str(p.relative_to(course)) for p in [course, *course.rglob("*")]
+             if p.lstat().st_uid != prof]
+    assert roots == []  # so the instructor's own nbgrader and course-grade work on it
+
+
+@needs_root
+@pytest.mark.slow
+def test_no_student_work_or_grade_can_be_committed(life):
+    """With the course's .gitignore, `git add -A` in the course folder takes only what the
+    instructor wrote: config, source, release."""
+    course, _, _, _ = life
+    repo = Path(tempfile.mkdtemp(prefix="cg-git-"))
+    try:
+        shutil.copytree(course, repo / "course", symlinks=True)
+        shutil.copy(ROOT / ".gitignore", repo / "course" / ".gitignore")
+        ok(subprocess.run(["git", "init", "-q"], cwd=repo / "course", capture_output=True))
+        listed = ok(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                                   cwd=repo / "course", capture_output=True, text=True)).stdout
+        paths = [line[3:] for line in listed.splitlines()]
+        assert any(p.startswith("source/") for p in paths)
+        assert [p for p in paths if p.split("/")[0] not in
+                (".gitignore", "nbgrader_config.py", "source", "release")] == []
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
