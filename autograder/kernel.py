@@ -41,11 +41,12 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from jupyter_core.utils import run_sync
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Integer, List, Unicode, default
 from traitlets.config import Configurable
 
 from autograder import cgroups
 from autograder.fates import Event, Kind
+from autograder.messages import BoundedSession
 from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
@@ -326,6 +327,10 @@ class SandboxMixin(Configurable):
     def _context_default(self):
         return guarded_context(self._sandbox().max_message_mb * 1_000_000,
                                asynchronous=isinstance(self, AsyncKernelManager))
+
+    @default("session")
+    def _bounded_session(self):
+        return BoundedSession(parent=self)
 
     def client(self, **kwargs):
         kwargs.setdefault("context", guarded_context(

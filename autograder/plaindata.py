@@ -58,6 +58,8 @@ MAX_REPLY_BYTES = 128 * 1024 * 1024  # tensors, arrays and bytes, in all
 MAX_MODULES = 1_000  # modules rebuilt
 MAX_TENSORS = 10_000  # tensors and arrays rebuilt
 MAX_CPU_SECONDS = 10.0  # CPU time spent decoding
+MAX_TEXT_CHARS = 4_000_000  # characters of all strings in one reply (no answer needs more)
+MAX_SAME_HASH = 16  # keys of one dict that may share a hash (more: chosen to collide)
 MAX_DIMS = 16
 
 
@@ -82,12 +84,18 @@ class Budget:
 
     def __init__(self):
         self.bytes, self.modules, self.tensors = MAX_REPLY_BYTES, MAX_MODULES, MAX_TENSORS
+        self.text = MAX_TEXT_CHARS
         self.deadline = time.process_time() + MAX_CPU_SECONDS
 
-    def spend(self, *, nbytes: int = 0, modules: int = 0, tensors: int = 0) -> None:
+    def spend(self, *, nbytes: int = 0, modules: int = 0, tensors: int = 0, text: int = 0) -> None:
         self.bytes -= nbytes
         self.modules -= modules
         self.tensors -= tensors
+        self.text -= text
+        if self.text < 0:
+            # A test's message quotes an answer: text past this would make the trusted
+            # kernel's own messages too large to pass to the grader.
+            raise TooCostly(f"more than {MAX_TEXT_CHARS:,} characters of text in one answer")
         if self.bytes < 0:
             raise TooCostly(f"more than {MAX_REPLY_BYTES // 2**20} MB of numbers in one answer")
         if self.modules < 0:
@@ -172,7 +180,10 @@ def decode(data, ref=None, budget: Budget | None = None):
 
 
 def _decode(data, ref, budget: Budget, depth: int):
-    if data is None or type(data) in (bool, int, float, str):
+    if type(data) is str:
+        budget.spend(text=len(data))
+        return data
+    if data is None or type(data) in (bool, int, float):
         return data
     if depth > MAX_DEPTH * 2:
         raise ValueError("nested too deeply")
@@ -198,8 +209,11 @@ def _decode(data, ref, budget: Budget, depth: int):
     if tag == "tuple":
         return tuple(_decode(v, ref, budget, depth + 1) for v in _list(data["v"]))
     if tag == "dict":
-        return {_hashable(_decode(k, ref, budget, depth + 1)): _decode(v, ref, budget, depth + 1)
-                for k, v in _pairs(data["v"])}
+        pairs = _pairs(data["v"])
+        keys = [_hashable(_decode(k, ref, budget, depth + 1)) for k, _ in pairs]
+        _no_chosen_collisions(keys)
+        budget.spend()
+        return {key: _decode(v, ref, budget, depth + 1) for key, (_, v) in zip(keys, pairs)}
     if tag == "slice":
         return slice(*(_decode(v, None, budget, depth + 1) for v in _list(data["v"])[:3]))
     if tag == "size":
@@ -220,6 +234,23 @@ def _decode(data, ref, budget: Budget, depth: int):
     if ref is not None and tag not in KINDS:
         return ref(data)
     raise ValueError(f"unknown plain-data tag {str(tag)[:40]!r}")
+
+
+def _no_chosen_collisions(keys: list) -> None:
+    """Refuse keys that share one hash (ints and tuples hash the same in every process, so
+    a student can choose thousands that collide, and building the dict would then take
+    minutes): checked before the dict is built."""
+    if len(keys) <= MAX_SAME_HASH:
+        return
+    try:
+        hashes = sorted(hash(key) for key in keys)
+    except TypeError:
+        raise ValueError("a dict key that cannot be a key") from None
+    run = 1
+    for before, after in zip(hashes, hashes[1:]):
+        run = run + 1 if after == before else 1
+        if run > MAX_SAME_HASH:
+            raise TooCostly("a dict whose keys were chosen to share one hash")
 
 
 def _text(value, limit: int) -> str:

@@ -31,6 +31,7 @@ from autograder import fates, protocol
 from autograder.kernel_entry import UNSAFE_TO_FORK
 from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, guarded_context, is_running,
                                kill_tree)
+from autograder.messages import BoundedSession
 from autograder.outputs import content_size
 from autograder.sandbox import Sandbox
 
@@ -122,7 +123,7 @@ class TestKernel:
             raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
         self.forked = self.km.forked_kernels()  # looked up once: alive() runs per message
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
-        kc = AsyncKernelClient(context=guarded_context(max_bytes, True))
+        kc = AsyncKernelClient(context=guarded_context(max_bytes, True), session=BoundedSession())
         kc.load_connection_info({**connection, "ip": ip})
         return await self._ready(Session(self, kc, plan, cell_timeout, budget))
 

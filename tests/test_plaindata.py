@@ -332,3 +332,22 @@ def test_an_optimizer_takes_only_its_own_kind_of_state(state, words):
     with pytest.raises(ValueError, match=words):
         plaindata.update_in_place(optimizer, json.loads(json.dumps(data)))
     assert not optimizer.state
+
+
+def test_dict_keys_chosen_to_share_one_hash_are_refused_before_the_dict_is_built():
+    """Ints hash the same in every process: 30,000 keys that all hash to 0 would take the
+    test kernel minutes to put in a dict."""
+    p = 2**61 - 1
+    colliding = {"$": "dict", "v": [[plaindata.encode(k * p), 0] for k in range(1, 30_001)]}
+    with pytest.raises(plaindata.TooCostly, match="share one hash"):
+        plaindata.decode(json.loads(json.dumps(colliding)))
+    spread = {"$": "dict", "v": [[k, 0] for k in range(30_000)]}
+    assert len(plaindata.decode(spread)) == 30_000
+
+
+def test_text_in_one_reply_is_bounded():
+    """A test's failure message quotes the answer: 40 million characters would make the
+    trusted kernel's own message too large to reach the grader."""
+    with pytest.raises(plaindata.TooCostly, match="characters"):
+        plaindata.decode(["x" * 3_000_000, "y" * 2_000_000])
+    assert plaindata.decode(["x" * 1_000_000]) == ["x" * 1_000_000]

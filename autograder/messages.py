@@ -1,0 +1,39 @@
+"""How much of one Jupyter message the grader will parse.
+
+A kernel's message is JSON in a few frames, each at most ``Sandbox.max_message_mb``; but
+what parsing makes of it is not bounded by its bytes: ``[{},{},...]`` is 3 bytes a value
+and becomes a Python dict (and, in nbclient, a notebook node) of a hundred bytes or more
+per value. One 60 MB message of empty dicts once held 20 GB in a grading process.
+``BoundedSession`` counts a frame's values before parsing it (every value but a string
+or a number opens with a bracket or follows a comma, which ``bytes.count`` finds at C
+speed) and refuses a message of more than ``MAX_VALUES``: the message is dropped as one
+the grader cannot read, and the kernel's run goes on as for any unreadable message.
+"""
+from __future__ import annotations
+
+from jupyter_client.session import Session
+
+MAX_VALUES = 500_000  # JSON values in one message (the bridge's replies have the same bound)
+
+
+class TooManyValues(ValueError):
+    """A message with more values than the grader parses."""
+
+
+def values_in(frame) -> int:
+    """About how many JSON values ``frame`` holds (an upper bound for lists and objects)."""
+    data = bytes(frame)
+    return data.count(b",") + data.count(b"[") + data.count(b"{")
+
+
+class BoundedSession(Session):
+    """jupyter_client's Session, refusing messages of more than ``MAX_VALUES`` values."""
+
+    def deserialize(self, msg_list, content=True, copy=True):
+        # The frames after the signature: header, parent header, metadata, content.
+        frames = [bytes(m.bytes) if hasattr(m, "bytes") else m for m in msg_list[1:5]]
+        count = sum(values_in(frame) for frame in frames)
+        if count > MAX_VALUES:
+            raise TooManyValues(f"a message of about {count:,} values (the grader reads "
+                                f"at most {MAX_VALUES:,})")
+        return super().deserialize(msg_list, content=content, copy=copy)
