@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import ChainMap
 from pathlib import Path
 
 import nbformat
@@ -65,6 +66,10 @@ def unit(request):
     return module, _read(module.RELEASE), _read(module.SOURCE)
 
 
+# The lines that wrap every test cell's body (the checks' `_run_test`), hidden or not.
+WRAPPER = ("@_run_test", "def _test():")
+
+
 def _region_lines(source: str, begin: str, end: str) -> list[str]:
     """Lines between `### BEGIN x` and `### END x`, stripped, that say something specific."""
     lines, inside = [], False
@@ -73,7 +78,7 @@ def _region_lines(source: str, begin: str, end: str) -> list[str]:
             inside = True
         elif line.strip() == f"### {end}":
             inside = False
-        elif inside and len(line.strip()) >= 12:
+        elif inside and len(line.strip()) >= 12 and line.strip() not in WRAPPER:
             lines.append(line.strip())
     return lines
 
@@ -180,8 +185,12 @@ def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(u
 
 
 def test_release_with_solutions_passes_every_visible_test_without_nbgrader(unit, no_nbgrader):
+    """The solutions, run as written, but with every public name the checks and tests use
+    (numbers, math, np, torch, check, sum, model...) given the learner's own value first:
+    every visible test still passes, and no test cell replaces one of the learner's names
+    (each answer cell of that submission fails if one did)."""
     subs, _, _ = unit
-    errors = _execute(subs.make_submission(subs.RELEASE, subs.SOLUTIONS))
+    errors = _execute(subs.make_submission(subs.RELEASE, subs.FULL_MARKS["rebinds_every_public_name"]))
     assert errors == {"probe-nbgrader": "ModuleNotFoundError"}
 
 
@@ -208,12 +217,14 @@ def test_solutions_pass_every_hidden_test_on_cuda(unit):
 
 
 # ---------------------------------------------------------------- the checks, one by one
-def checks_of(subs) -> dict:
-    """The locked checks cell of a unit's source, run on its own: the helpers its tests call."""
+def checks_of(subs) -> ChainMap:
+    """The locked checks cell of a unit's source, run on its own: the helpers its tests call,
+    read from the checks' own namespace; what a test puts in it (an answer such as
+    `prepare_batch`) goes into the notebook's namespace, where `answer` and `call` read it."""
     (cell,) = [c for c in _read(subs.SOURCE).cells if _meta(c).get("grade_id") == "checks"]
-    namespace = {"__name__": "checks"}
-    exec(compile(cell.source, "checks", "exec"), namespace)
-    return namespace
+    notebook = {"__name__": "__main__"}
+    exec(compile(cell.source, "checks", "exec"), notebook)
+    return ChainMap(notebook, notebook["_checks"])
 
 
 @pytest.fixture(scope="module")
