@@ -214,6 +214,21 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_form", "test_q5_values", "test_q5_devices"),
         "shape them (1, C, 1, 1)",
     ),
+    "normalized_on_the_cpu": Mistake(
+        "to_device_uint8 normalizes on the CPU, then copies float32: the misconception of question 5",
+        {"q5_to_device_uint8": _to_device(
+            *(line.replace(", device=device", "") for line in MEAN_STD),
+            "return ((images.float() / 255 - mean) / std).to(device)")},
+        ("test_q5_devices",),
+        "on the CPU before the copy: four times the bytes crossed the link",
+    ),
+    "converts_in_the_copy": Mistake(
+        "to_device_uint8 converts in the copy itself, images.to(device, torch.float32): the CPU converts",
+        {"q5_to_device_uint8": _to_device(
+            "x = images.to(device, torch.float32)", *MEAN_STD, "return (x / 255 - mean) / std")},
+        ("test_q5_devices",),
+        "the copy itself converted the images to float32",
+    ),
     "hardcodes_cuda": Mistake(
         "to_device_uint8 copies to \"cuda\" instead of the device it is given (no GPU here)",
         {"q5_to_device_uint8": _to_device(
@@ -247,6 +262,9 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "return images.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)"),
     },
 }
+
+# Every name the checks and tests use (numbers, math, np, torch, F, check...) is the learner's.
+FULL_MARKS["rebinds_every_public_name"] = kit.rebinding_every_public_name(SOLUTIONS, SOURCE)
 
 
 def _always_equal(number: str, pair: str, tensor: str) -> dict[str, str]:
