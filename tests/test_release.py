@@ -362,9 +362,28 @@ def training_checks():
     return checks_of(submissions("gpu_training"))
 
 
+@pytest.mark.parametrize("unit_name", ["gpu_training", "gpu_data_loading"])
+def test_precision_a_whole_int_shows_its_digits_and_a_whole_float_is_exact(unit_name):
+    """Issue 18: 53 for 53.3 % and 39 for 38.5 MB passed the visible test silently. An int
+    shows only its digits, less trailing zeros (it may have been rounded); a whole number
+    written with its decimal point, or computed as a float, is exact. The visible check
+    knows no expected value, so its verdict cannot give away whether the answer is whole."""
+    import numpy as np
+
+    checks = checks_of(submissions(unit_name))
+    check_number = checks["check_number"]
+    for value in (400.0, 3e2, 15.0, np.float64(8.0), 53.3, 38.5, 381.4697265625, 12.5, 154, 1234):
+        check_number("x", value, 0.01, 100_000, "ms", figures=3)
+    for value, shows in ((53, 2), (39, 2), (400, 1), (15, 2), (8, 1), (np.int64(53), 2),
+                         (0.45, 2), (3.5, 2)):
+        message = _fails(checks, check_number, "x", value, 0.01, 100_000, "ms", figures=3)
+        assert f"rounded to {shows} significant figure" in message and "at least 3" in message
+        assert "its decimal point (20 as 20.0)" in message
+
+
 def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(training_checks):
     check_number = training_checks["check_number"]
-    for value in (400, 400.0, 381.4697265625, 12.5):
+    for value in (400.0, 381.4697265625, 12.5):
         check_number("adam_mb", value, 1, 100_000, "MB", figures=3)
     for value, shows in ((0.45, 2), (3.5, 2), (12.25e1 / 10, 3)):
         if shows < 3:
