@@ -410,6 +410,12 @@ def test_training_hints_recognise_a_rounded_wrong_value(training_checks):
 
 @pytest.mark.parametrize("error, says", [
     (RuntimeError("Tensor on device meta is not on the expected device cpu!"), "move the batch"),
+    # The device-mismatch error's stable beginning, whatever follows it in a PyTorch release.
+    (RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                  "cuda:0 and cpu!"), "move the batch"),
+    (RuntimeError("Expected all tensors to be on the same device, but got mat1 is on cpu, different "
+                  "from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"),
+     "move the batch"),
     (RuntimeError("expected target dtype to be Long or Byte, but got Double"), "must be int64"),
     (RuntimeError("Tensor.item() cannot be called on meta tensors"), "read a tensor's value on the host"),
     (NotImplementedError("Cannot copy out of meta tensor; no data!"), "read a tensor's value on the host"),
