@@ -325,8 +325,9 @@ IMPLAUSIBLE: dict[str, str] = {
 
 # The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels (a dict and
-# bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error).
-COURSE_GRADE_SAMPLE = ("workers_ignored", "mean_on_the_cpu", "busy_as_fraction")
+# bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error;
+# the record of what crossed to the device, made in the student's kernel).
+COURSE_GRADE_SAMPLE = ("workers_ignored", "mean_on_the_cpu", "busy_as_fraction", "normalized_on_the_cpu")
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.

@@ -260,7 +260,7 @@ IMPLAUSIBLE: dict[str, str] = {
 
 # The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels.
-COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss")
+COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss", "never_trains")
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.
