@@ -174,7 +174,7 @@ class LyingTensor(torch.Tensor):{_LIES}
 # ---------------------------------------------------------------- names a learner reuses
 def public_names(source: Path) -> list[str]:
     """Every public name (no leading underscore) that the checks cell and the test cells of
-    `source` read or bind: modules (math, np, torch, F...), the checks (check, answer,
+    `source` read or bind, and ``COMMON_NAMES``: modules (math, np, torch, F...), the checks (check, answer,
     call...), builtins (sum, max, len...) and the tests' own variables (model, images...),
     less the names the answers themselves define."""
     import ast
@@ -203,7 +203,11 @@ def public_names(source: Path) -> list[str]:
             answers |= defined_names(cell.source)
         elif meta.get("grade") or meta.get("grade_id") == "checks":
             names |= found
-    return sorted(n for n in names - answers if not n.startswith("_"))
+    return sorted(n for n in (names | COMMON_NAMES) - answers if not n.startswith("_"))
+
+
+# Names a learner is likely to reuse, rebound in every unit whether its checks read them or not.
+COMMON_NAMES = {"numbers", "math", "np", "torch", "F", "check", "answer", "call", "sum", "max", "min"}
 
 
 # The first answer cell: it keeps a namespace of its own where every answer runs (so the
