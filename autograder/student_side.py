@@ -93,7 +93,7 @@ MAX_RECORD = 1000  # copies kept in one record; a test needs the first few
 
 def _recording(record):
     """A context that appends to ``record`` each copy the call makes from one device to
-    another (``copy_events``), or does nothing when ``record`` is None."""
+    another (``copy_record``), or does nothing when ``record`` is None."""
     import contextlib
 
     if record is None:

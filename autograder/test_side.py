@@ -105,7 +105,6 @@ class StudentFunction:
                 f"({protocol.message_text(exc)})") from None
         return result
 
-
     def recorded(self, *args, **kwargs):
         """``(result, record)``: the call as ``self(...)`` makes it, run in the student's
         kernel under a record of each copy between two devices (``student_side.copy_record``),
