@@ -19,6 +19,8 @@ Requests::
 
     {"op": "describe", "names": [name, ...]}
     {"op": "call", "name": name, "args": [data], "kwargs": [[key, data]]}
+    {"op": "call", ..., "record": true}  the same call, run under a record of each copy
+                                        between two devices (student_side.copy_record)
 
 Replies::
 
@@ -29,6 +31,9 @@ Replies::
                                         a call can change in place; a result that *is*
                                         an argument is {"$": "arg", "i": i} or
                                         {"$": "kwarg", "k": key})
+                                        and, for a call with "record": true,
+                                        "record": [[op, from_device, to_device,
+                                        from_dtype, to_dtype, numel], ...]
     {"raised": {"type": name, "message": text}}
     {"unreadable": text}                the result has no plain-data form
     {"failed": text}                    from the grader: no answer could be had
@@ -78,6 +83,11 @@ def describe_request(names: list[str]) -> str:
 
 def call_request(name: str, args: list, kwargs: list) -> str:
     return PREFIX + dumps({"op": "call", "name": name, "args": args, "kwargs": kwargs})
+
+
+def recording(prompt: str) -> str:
+    """A call request, asking also for the record of the copies the call makes."""
+    return PREFIX + dumps({**request_body(prompt), "record": True})
 
 
 def is_request(prompt: str) -> bool:

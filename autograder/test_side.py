@@ -125,6 +125,43 @@ class StudentFunction:
                 f"({protocol.message_text(exc)})") from None
         return result
 
+    def recorded(self, *args, **kwargs):
+        """``(result, record)``: the call as ``self(...)`` makes it, run in the student's
+        kernel under a record of each copy between two devices (``student_side.copy_record``),
+        the record as plain lists ``[op, from_device, to_device, from_dtype, to_dtype,
+        numel]``. Like any answer, a record is what the student's kernel states: a forged one
+        can only claim what a right answer would do."""
+        global ask
+        record, asking = [], ask
+
+        def ask_recording(prompt: str) -> dict:
+            reply = asking(protocol.recording(prompt))
+            if "ok" in reply:
+                record.extend(plain_record(reply.get("record")))
+            return reply
+
+        ask = ask_recording  # one request at a time: the test kernel runs one cell
+        try:
+            result = self(*args, **kwargs)
+        finally:
+            ask = asking
+        return result, record
+
+
+def plain_record(data) -> list[list]:
+    """A record of copies as sent, checked: at most ``student_side.MAX_RECORD`` entries, each
+    five short strings (op, devices, dtypes) and a count; anything else is not a record."""
+    from autograder.student_side import MAX_RECORD
+
+    def entry(item) -> bool:
+        return (type(item) is list and len(item) == 6
+                and all(type(x) is str and len(x) <= 40 for x in item[:5])
+                and type(item[5]) is int and item[5] >= 0)
+
+    if type(data) is not list or len(data) > MAX_RECORD or not all(entry(item) for item in data):
+        raise StudentAnswerError("the call's record of copies could not be read")
+    return [list(item) for item in data]
+
 
 def _after_states(states, count: int) -> list:
     """The arguments' states after a call, one per argument (None where none came)."""

@@ -169,3 +169,79 @@ class LyingTuple(tuple):{_LIES}
 class LyingTensor(torch.Tensor):{_LIES}
     device = dtype = shape = property(lambda self: Anything())
 """
+
+
+# ---------------------------------------------------------------- names a learner reuses
+def public_names(source: Path) -> list[str]:
+    """Every public name (no leading underscore) that the checks cell and the test cells of
+    `source` read or bind, and ``COMMON_NAMES``: modules (math, np, torch, F...), the checks (check, answer,
+    call...), builtins (sum, max, len...) and the tests' own variables (model, images...),
+    less the names the answers themselves define."""
+    import ast
+
+    from autograder.testplan import _parse as parse, defined_names
+
+    nb = nbformat.read(source, as_version=4)
+    answers: set[str] = set()
+    names: set[str] = set()
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        tree = parse(cell.source) if cell.cell_type == "code" else None
+        if tree is None:
+            continue
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif isinstance(node, ast.alias):
+                found.add((node.asname or node.name).split(".")[0])
+        if meta.get("solution"):
+            answers |= defined_names(cell.source)
+        elif meta.get("grade") or meta.get("grade_id") == "checks":
+            names |= found
+    return sorted(n for n in (names | COMMON_NAMES) - answers if not n.startswith("_"))
+
+
+# Names a learner is likely to reuse, rebound in every unit whether its checks read them or not.
+COMMON_NAMES = {"numbers", "math", "np", "torch", "F", "check", "answer", "call", "sum", "max", "min"}
+
+
+# The first answer cell: it keeps a namespace of its own where every answer runs (so the
+# answers see the real torch, math...), then gives every public name of the checks and tests
+# a value of the learner's (numbers = 25_000_000, as in issue 18). Each later answer cell
+# first makes sure that no test cell in between replaced one of them.
+_REBIND_FIRST = '''\
+import builtins as _builtins
+_MINE = 25_000_000
+_NAMES = {names!r}
+_KEPT = _builtins.dict(_builtins.globals())
+_KEPT_NAMES = _builtins.set(_KEPT)
+'''
+_REBIND_EVERY = '''\
+_replaced = [_n for _n in _NAMES if _builtins.globals().get(_n) is not _MINE]
+if _replaced and _builtins.globals().get("_REBOUND"):
+    raise _builtins.RuntimeError(f"a cell replaced the learner's own names: {{_replaced}}")
+_builtins.exec({code!r}, _KEPT)
+_builtins.globals().update({{_n: _v for _n, _v in _KEPT.items()
+                            if _n not in _KEPT_NAMES and not _n.startswith("_")}})
+_builtins.globals().update(_builtins.dict.fromkeys(_NAMES, _MINE))
+_REBOUND = True
+'''
+
+
+def rebinding_every_public_name(solutions: dict[str, str], source: Path) -> dict[str, str]:
+    """The solutions, written so that every public name the checks and tests read or bind
+    (``public_names``) holds the learner's own value, 25_000_000, from the first answer cell
+    on: a right answer, which must keep full marks under every grader. Each answer cell also
+    fails if a test cell in between replaced one of those names (a test's variables must
+    stay its own)."""
+    names = public_names(source)
+    answers = {}
+    for index, (grade_id, code) in enumerate(solutions.items()):
+        first = _REBIND_FIRST.format(names=names) if index == 0 else ""
+        answers[grade_id] = first + _REBIND_EVERY.format(code=code)
+    return answers

@@ -222,7 +222,11 @@ ALWAYS_EQUAL: dict[str, dict[str, str]] = {
 }
 ALWAYS_EQUAL_MAX = 0.1 * TOTAL
 
-FULL_MARKS: dict[str, dict[str, str]] = {"seed_rounded": SEED_ROUNDED}
+FULL_MARKS: dict[str, dict[str, str]] = {
+    "seed_rounded": SEED_ROUNDED,
+    # Every name the checks and tests use (numbers, math, np, torch, check...) is the learner's.
+    "rebinds_every_public_name": kit.rebinding_every_public_name(SOLUTIONS, SOURCE),
+}
 
 # One implausible answer per answer cell: each visible test must refuse it with a message.
 IMPLAUSIBLE: dict[str, str] = {

@@ -47,14 +47,22 @@ def _to_device(*body: str) -> str:
     return "def to_device_uint8(images, device, mean, std):\n" + "\n".join(f"    {line}" for line in body)
 
 
-PER_BATCH = ('per_batch = {"load": stage_ms["load"] / workers, "copy": stage_ms["copy"], '
+PER_BATCH = ('per_batch = {"load": stage_ms["load"] / max(workers, 1), "copy": stage_ms["copy"], '
              '"compute": stage_ms["compute"]}')
-SLOWEST = "bottleneck = max(per_batch, key=per_batch.get)"
+UNPACK = "load, copy, compute = per_batch.values()"
+RIGHT_MS = ("ms = (load + copy + compute if workers == 0 else max(load, copy, compute) if overlap "
+            "else max(load, copy + compute))")
+BOTTLENECK = ('bottleneck = ("copy + compute" if workers and not overlap and copy + compute >= load '
+              'else max(per_batch, key=per_batch.get))')
+
+
+def _q4(per_batch=PER_BATCH, ms=RIGHT_MS, bottleneck=BOTTLENECK) -> str:
+    return _steady_state(per_batch, UNPACK, ms, bottleneck, "return ms, bottleneck")
 MEAN_STD = ("mean = torch.tensor(mean, dtype=torch.float32, device=device).view(1, -1, 1, 1)",
             "std = torch.tensor(std, dtype=torch.float32, device=device).view(1, -1, 1, 1)")
 
 
-def _q1(sequential="5 + 2 + 8", overlapped="max(5, 2, 8)", busy="100 * 8 / (5 + 2 + 8)") -> str:
+def _q1(sequential="5.0 + 2 + 8", overlapped="max(5.0, 2.0, 8.0)", busy="100 * 8 / (5 + 2 + 8)") -> str:
     return f"sequential_ms = {sequential}\noverlapped_ms = {overlapped}\ngpu_busy_percent = {busy}"
 
 
@@ -67,7 +75,7 @@ def _q3(float32_mb="256 * 3 * 224 * 224 * 4 / 10**6", uint8_mb="256 * 3 * 224 * 
 MISTAKES: dict[str, Mistake] = {
     "overlapped_as_sum": Mistake(
         "overlapped stages counted one after another: the sum",
-        {"q1_overlap": _q1(overlapped="5 + 2 + 8")},
+        {"q1_overlap": _q1(overlapped="5.0 + 2 + 8")},
         ("test_q1_times",),
         "the stages run side by side",
     ),
@@ -79,7 +87,7 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "busy_when_overlapped": Mistake(
         "the busy share of the overlapped pipeline, 100%",
-        {"q1_overlap": _q1(busy="100")},
+        {"q1_overlap": _q1(busy="100.0")},
         ("test_q1_busy",),
         "the question asks one after another",
     ),
@@ -91,19 +99,19 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "workers_halve_the_batch": Mistake(
         "two workers halve the time per batch: 6 ms, with the GPU still taking 8",
-        {"q2_workers": "one_worker_ms = 12\ntwo_workers_ms = 12 / 2\nfewest_workers = 2"},
+        {"q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 12 / 2\nfewest_workers = 2"},
         ("test_q2_times",),
         "the GPU still needs its own time",
     ),
     "sum_with_workers": Mistake(
         "the overlapped stages summed: 22 and 16 ms",
-        {"q2_workers": "one_worker_ms = 12 + 2 + 8\ntwo_workers_ms = 6 + 2 + 8\nfewest_workers = 2"},
+        {"q2_workers": "one_worker_ms = 12.0 + 2 + 8\ntwo_workers_ms = 6.0 + 2 + 8\nfewest_workers = 2"},
         ("test_q2_times",),
         "the slowest one sets the pace, not their sum",
     ),
     "fewest_rounded_down": Mistake(
         "12 / 8 rounded down: 1 worker",
-        {"q2_workers": "one_worker_ms = 12\ntwo_workers_ms = 8\nfewest_workers = 12 // 8"},
+        {"q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 8.0\nfewest_workers = 12 // 8"},
         ("test_q2_fewest",),
         "with one worker, loading is still the slowest stage",
     ),
@@ -138,39 +146,53 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q3_form", "test_q3_times"),
         "not a plausible number of ms",
     ),
+    "rounded_to_whole_numbers": Mistake(
+        "53.3 % and 38.5 MB rounded to whole numbers, 53 and 39: further than the 3 figures asked",
+        {"q1_overlap": _q1(busy="53"),
+         "q3_bytes": "float32_mb = 154.14\nuint8_mb = 39\nfloat32_ms = 6.17\nuint8_ms = 1.54"},
+        ("test_q1_form", "test_q1_busy", "test_q3_form", "test_q3_sizes"),
+        "this question asks for at least 3",
+    ),
     "always_the_sum": Mistake(
         "steady_state sums the stages even when they overlap",
-        {"q4_steady_state": _steady_state(PER_BATCH, SLOWEST, "return sum(per_batch.values()), bottleneck")},
+        {"q4_steady_state": _q4(ms="ms = load + copy + compute")},
         ("test_q4_overlapped", "test_q4_workers"),
         "the slowest one sets the pace, not their sum",
     ),
     "always_the_slowest": Mistake(
-        "steady_state takes the slowest stage even one after another",
-        {"q4_steady_state": _steady_state(PER_BATCH, SLOWEST, "return max(per_batch.values()), bottleneck")},
+        "steady_state takes the slowest stage even when the main process loads, one after another",
+        {"q4_steady_state": _q4(ms="ms = max(load, copy, compute)")},
         ("test_q4_sequential", "test_q4_workers"),
         "a batch takes the sum of the stages",
     ),
     "workers_ignored": Mistake(
         "steady_state lets one worker load every batch, whatever the workers",
-        {"q4_steady_state": _steady_state(
-            "per_batch = dict(stage_ms)", SLOWEST,
-            "return (max(per_batch.values()) if overlap else sum(per_batch.values())), bottleneck")},
+        {"q4_steady_state": _q4(per_batch=PER_BATCH.replace(" / max(workers, 1)", ""))},
         ("test_q4_workers", "test_q4_bottleneck"),
         "together they deliver one every load / workers ms",
     ),
     "workers_multiply": Mistake(
         "steady_state multiplies the loading time by the workers",
-        {"q4_steady_state": _steady_state(
-            PER_BATCH.replace('/ workers', '* workers'), SLOWEST,
-            "return (max(per_batch.values()) if overlap else sum(per_batch.values())), bottleneck")},
+        {"q4_steady_state": _q4(per_batch=PER_BATCH.replace("/ max(workers", "* max(workers"))},
         ("test_q4_workers", "test_q4_bottleneck"),
         "more workers deliver batches more often",
     ),
+    "sum_with_workers_on_one_stream": Mistake(
+        "steady_state sums the stages whenever the copy is not overlapped, workers or not "
+        "(the exercise's old model, which contradicted the lesson's Pipeline)",
+        {"q4_steady_state": _q4(ms="ms = max(load, copy, compute) if workers and overlap else load + copy + compute")},
+        ("test_q4_workers",),
+        "loading runs in the background while the GPU copies and computes earlier batches",
+    ),
+    "copy_always_overlaps": Mistake(
+        "steady_state lets the copy overlap the step without pinned memory and a side stream",
+        {"q4_steady_state": _q4(ms="ms = load + copy + compute if workers == 0 else max(load, copy, compute)")},
+        ("test_q4_workers",),
+        "the copy and the step run one after the other on one stream",
+    ),
     "fastest_stage": Mistake(
         "the bottleneck taken as the fastest stage",
-        {"q4_steady_state": _steady_state(
-            PER_BATCH, "bottleneck = min(per_batch, key=per_batch.get)",
-            "return (max(per_batch.values()) if overlap else sum(per_batch.values())), bottleneck")},
+        {"q4_steady_state": _q4(bottleneck="bottleneck = min(per_batch, key=per_batch.get)")},
         ("test_q4_bottleneck",),
         "the bottleneck is the slowest stage",
     ),
@@ -214,6 +236,21 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_form", "test_q5_values", "test_q5_devices"),
         "shape them (1, C, 1, 1)",
     ),
+    "normalized_on_the_cpu": Mistake(
+        "to_device_uint8 normalizes on the CPU, then copies float32: the misconception of question 5",
+        {"q5_to_device_uint8": _to_device(
+            *(line.replace(", device=device", "") for line in MEAN_STD),
+            "return ((images.float() / 255 - mean) / std).to(device)")},
+        ("test_q5_devices",),
+        "on the CPU before the copy: four times the bytes crossed the link",
+    ),
+    "converts_in_the_copy": Mistake(
+        "to_device_uint8 converts in the copy itself, images.to(device, torch.float32): the CPU converts",
+        {"q5_to_device_uint8": _to_device(
+            "x = images.to(device, torch.float32)", *MEAN_STD, "return (x / 255 - mean) / std")},
+        ("test_q5_devices",),
+        "the copy itself converted the images to float32",
+    ),
     "hardcodes_cuda": Mistake(
         "to_device_uint8 copies to \"cuda\" instead of the device it is given (no GPU here)",
         {"q5_to_device_uint8": _to_device(
@@ -229,17 +266,22 @@ MISTAKES: dict[str, Mistake] = {
 FULL_MARKS: dict[str, dict[str, str]] = {
     "other_right_answers": {
         **SOLUTIONS,
-        # Typed in: whole numbers exact, the rest to 3 significant figures or more.
-        "q1_overlap": "sequential_ms = 15\noverlapped_ms = 8.0\ngpu_busy_percent = 53.3",
-        "q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 8\nfewest_workers = 2",
+        # Typed in: whole numbers with their decimal point, the rest to 3 significant figures
+        # or more (154, an int, shows 3).
+        "q1_overlap": "sequential_ms = 15.0\noverlapped_ms = 8.0\ngpu_busy_percent = 53.3",
+        "q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 8.0\nfewest_workers = 2",
         "q3_bytes": "float32_mb = 154\nuint8_mb = 38.5\nfloat32_ms = 6.17\nuint8_ms = 1.54",
         # A list back instead of a tuple; the stages' times sorted by hand.
         "q4_steady_state": _steady_state(
-            'times = [("load", stage_ms["load"] / workers), ("copy", stage_ms["copy"]),',
+            'times = [("load", stage_ms["load"] / (workers or 1)), ("copy", stage_ms["copy"]),',
             '         ("compute", stage_ms["compute"])]',
             "name, slowest = sorted(times, key=lambda pair: pair[1])[-1]",
-            "total = sum(t for _, t in times)",
-            "return [slowest if overlap else total, name]"),
+            "if not workers:",
+            "    return [sum(t for _, t in times), name]",
+            'gpu = stage_ms["copy"] + stage_ms["compute"]',
+            "if overlap or gpu < times[0][1]:",
+            "    return [slowest, name]",
+            'return [gpu, "copy + compute"]'),
         # Mean and std built from one tensor, reshaped with [None, :, None, None].
         "q5_to_device_uint8": _to_device(
             "stats = torch.tensor([mean, std], device=device)",
@@ -247,6 +289,9 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "return images.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)"),
     },
 }
+
+# Every name the checks and tests use (numbers, math, np, torch, F, check...) is the learner's.
+FULL_MARKS["rebinds_every_public_name"] = kit.rebinding_every_public_name(SOLUTIONS, SOURCE)
 
 
 def _always_equal(number: str, pair: str, tensor: str) -> dict[str, str]:
@@ -280,8 +325,9 @@ IMPLAUSIBLE: dict[str, str] = {
 
 # The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels (a dict and
-# bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error).
-COURSE_GRADE_SAMPLE = ("workers_ignored", "mean_on_the_cpu", "busy_as_fraction")
+# bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error;
+# the record of what crossed to the device, made in the student's kernel).
+COURSE_GRADE_SAMPLE = ("workers_ignored", "mean_on_the_cpu", "busy_as_fraction", "normalized_on_the_cpu")
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.

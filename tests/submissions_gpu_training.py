@@ -96,6 +96,12 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_training_memory",),
         "use p.element_size()",
     ),
+    "whole_mb_as_ints": Mistake(
+        "the right sizes typed as ints, 400, 200 and 300: each shows 1 significant figure",
+        {"q1_memory": "adam_mb = 400\nsgd_mb = 200\nsgd_momentum_mb = 300"},
+        ("test_q1_memory_form",),
+        "write a whole number with its decimal point",
+    ),
     "final_read_twice": Mistake(
         "the read at the end counted on top of the last one: 11 and 2",
         {"q2_waits": "waits_every_step = 1000\nwaits_every_100 = 11\nwaits_read_once = 2"},
@@ -155,6 +161,12 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_stays_on_device",),
         "return loss.detach()",
     ),
+    "never_trains": Mistake(
+        "train_step returns a zero loss on the model's device and never trains (issue 17)",
+        {"q4_train_step": _train_step("return torch.zeros((), device=next(model.parameters()).device)")},
+        ("test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
+        "the model's weights did not change",
+    ),
     "hardcodes_cuda": Mistake(
         "train_step writes \"cuda\" instead of reading the model's device (no GPU here)",
         {"q4_train_step": _train_step(
@@ -185,8 +197,17 @@ MISTAKES: dict[str, Mistake] = {
 FULL_MARKS: dict[str, dict[str, str]] = {
     "other_right_answers": {
         **SOLUTIONS,
-        # MB typed in, whole numbers: exact.
-        "q1_memory": "adam_mb = 400\nsgd_mb = 200\nsgd_momentum_mb = 300",
+        # MB typed in, whole numbers with their decimal point: exact.
+        "q1_memory": "adam_mb = 400.0\nsgd_mb = 200.0\nsgd_momentum_mb = 3e2",
+        # Adam's step counters counted too (one float32 number per parameter tensor): the
+        # question accepts both.
+        "q1_training_memory": (
+            "def training_memory_mb(model, optimizer):\n"
+            "    params = list(model.parameters())\n"
+            "    size = sum(p.numel() * p.element_size() for p in params)\n"
+            "    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):\n"
+            "        return (4 * size + 4 * len(params)) / 1e6\n"
+            "    return (3 if optimizer.defaults.get('momentum', 0) else 2) * size / 1e6"),
         "q2_waits": "waits_every_step = 1000.0\nwaits_every_100 = 10\nwaits_read_once = 1",
         "q3_must_assign": "must_assign = ' b '",
         # Labels moved and converted in one call; the loss from the nn.Module form.
@@ -202,6 +223,9 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "model.load_state_dict(state)", "return model"),
     },
 }
+
+# Every name the checks and tests use (numbers, math, np, torch, F, check...) is the learner's.
+FULL_MARKS["rebinds_every_public_name"] = kit.rebinding_every_public_name(SOLUTIONS, SOURCE)
 
 
 def _always_equal(number: str, text: str, tensor: str, model: str) -> dict[str, str]:
@@ -236,7 +260,7 @@ IMPLAUSIBLE: dict[str, str] = {
 
 # The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels.
-COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss")
+COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss", "never_trains")
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import ChainMap
 from pathlib import Path
 
 import nbformat
@@ -65,6 +66,10 @@ def unit(request):
     return module, _read(module.RELEASE), _read(module.SOURCE)
 
 
+# The lines that wrap every test cell's body (the checks' `_run_test`), hidden or not.
+WRAPPER = ("@_run_test", "def _test():")
+
+
 def _region_lines(source: str, begin: str, end: str) -> list[str]:
     """Lines between `### BEGIN x` and `### END x`, stripped, that say something specific."""
     lines, inside = [], False
@@ -73,7 +78,7 @@ def _region_lines(source: str, begin: str, end: str) -> list[str]:
             inside = True
         elif line.strip() == f"### {end}":
             inside = False
-        elif inside and len(line.strip()) >= 12:
+        elif inside and len(line.strip()) >= 12 and line.strip() not in WRAPPER:
             lines.append(line.strip())
     return lines
 
@@ -180,8 +185,12 @@ def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(u
 
 
 def test_release_with_solutions_passes_every_visible_test_without_nbgrader(unit, no_nbgrader):
+    """The solutions, run as written, but with every public name the checks and tests use
+    (numbers, math, np, torch, check, sum, model...) given the learner's own value first:
+    every visible test still passes, and no test cell replaces one of the learner's names
+    (each answer cell of that submission fails if one did)."""
     subs, _, _ = unit
-    errors = _execute(subs.make_submission(subs.RELEASE, subs.SOLUTIONS))
+    errors = _execute(subs.make_submission(subs.RELEASE, subs.FULL_MARKS["rebinds_every_public_name"]))
     assert errors == {"probe-nbgrader": "ModuleNotFoundError"}
 
 
@@ -208,12 +217,14 @@ def test_solutions_pass_every_hidden_test_on_cuda(unit):
 
 
 # ---------------------------------------------------------------- the checks, one by one
-def checks_of(subs) -> dict:
-    """The locked checks cell of a unit's source, run on its own: the helpers its tests call."""
+def checks_of(subs) -> ChainMap:
+    """The locked checks cell of a unit's source, run on its own: the helpers its tests call,
+    read from the checks' own namespace; what a test puts in it (an answer such as
+    `prepare_batch`) goes into the notebook's namespace, where `answer` and `call` read it."""
     (cell,) = [c for c in _read(subs.SOURCE).cells if _meta(c).get("grade_id") == "checks"]
-    namespace = {"__name__": "checks"}
-    exec(compile(cell.source, "checks", "exec"), namespace)
-    return namespace
+    notebook = {"__name__": "__main__"}
+    exec(compile(cell.source, "checks", "exec"), notebook)
+    return ChainMap(notebook, notebook["_checks"])
 
 
 @pytest.fixture(scope="module")
@@ -351,9 +362,28 @@ def training_checks():
     return checks_of(submissions("gpu_training"))
 
 
+@pytest.mark.parametrize("unit_name", ["gpu_training", "gpu_data_loading"])
+def test_precision_a_whole_int_shows_its_digits_and_a_whole_float_is_exact(unit_name):
+    """Issue 18: 53 for 53.3 % and 39 for 38.5 MB passed the visible test silently. An int
+    shows only its digits, less trailing zeros (it may have been rounded); a whole number
+    written with its decimal point, or computed as a float, is exact. The visible check
+    knows no expected value, so its verdict cannot give away whether the answer is whole."""
+    import numpy as np
+
+    checks = checks_of(submissions(unit_name))
+    check_number = checks["check_number"]
+    for value in (400.0, 3e2, 15.0, np.float64(8.0), 53.3, 38.5, 381.4697265625, 12.5, 154, 1234):
+        check_number("x", value, 0.01, 100_000, "ms", figures=3)
+    for value, shows in ((53, 2), (39, 2), (400, 1), (15, 2), (8, 1), (np.int64(53), 2),
+                         (0.45, 2), (3.5, 2)):
+        message = _fails(checks, check_number, "x", value, 0.01, 100_000, "ms", figures=3)
+        assert f"rounded to {shows} significant figure" in message and "at least 3" in message
+        assert "its decimal point (20 as 20.0)" in message
+
+
 def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(training_checks):
     check_number = training_checks["check_number"]
-    for value in (400, 400.0, 381.4697265625, 12.5):
+    for value in (400.0, 381.4697265625, 12.5):
         check_number("adam_mb", value, 1, 100_000, "MB", figures=3)
     for value, shows in ((0.45, 2), (3.5, 2), (12.25e1 / 10, 3)):
         if shows < 3:
@@ -380,6 +410,12 @@ def test_training_hints_recognise_a_rounded_wrong_value(training_checks):
 
 @pytest.mark.parametrize("error, says", [
     (RuntimeError("Tensor on device meta is not on the expected device cpu!"), "move the batch"),
+    # The device-mismatch error's stable beginning, whatever follows it in a PyTorch release.
+    (RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                  "cuda:0 and cpu!"), "move the batch"),
+    (RuntimeError("Expected all tensors to be on the same device, but got mat1 is on cpu, different "
+                  "from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"),
+     "move the batch"),
     (RuntimeError("expected target dtype to be Long or Byte, but got Double"), "must be int64"),
     (RuntimeError("Tensor.item() cannot be called on meta tensors"), "read a tensor's value on the host"),
     (NotImplementedError("Cannot copy out of meta tensor; no data!"), "read a tensor's value on the host"),

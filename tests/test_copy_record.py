@@ -1,0 +1,153 @@
+"""What crossed between devices: a record of a call's copies, made where the call runs.
+
+Question 5 of gpu_data_loading is about *how* a batch reaches the device (uint8 must
+cross, not float32), so its test observes the copies: on ``meta``, under a
+``TorchDispatchMode`` that records each ``aten._to_copy`` and ``aten.copy_`` between two
+devices. Under plain nbgrader (and the release alone) the checks cell records the call
+itself; under course-grade the function runs in the student's kernel, so the bridge asks
+that kernel for the record (``{"op": "call", ..., "record": true}``) and
+``StudentFunction.recorded`` returns it as plain lists. Both must record alike.
+"""
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from autograder import protocol, student_side, test_side
+from test_release import checks_of
+from units import submissions
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def _stats(device):
+    return (torch.tensor(MEAN, device=device).view(1, -1, 1, 1),
+            torch.tensor(STD, device=device).view(1, -1, 1, 1))
+
+
+def uint8_crosses(images, device, mean, std):
+    m, s = _stats(device)
+    return (images.to(device).float() / 255 - m) / s
+
+
+def float32_crosses(images, device, mean, std):
+    m, s = _stats("cpu")
+    return ((images.float() / 255 - m) / s).to(device)
+
+
+def converted_in_the_copy(images, device, mean, std):
+    m, s = _stats(device)
+    return (images.to(device, torch.float32) / 255 - m) / s
+
+
+def copied_into(images, device, mean, std):
+    m, s = _stats(device)
+    target = torch.empty(images.shape, dtype=torch.uint8, device=device)
+    return (target.copy_(images).float() / 255 - m) / s
+
+
+WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into]
+IMAGES = torch.randint(0, 256, (4, 3, 5, 7), dtype=torch.uint8)
+N = IMAGES.numel()
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return checks_of(submissions("gpu_data_loading"))
+
+
+@pytest.fixture
+def student(monkeypatch):
+    """The student's namespace, reachable through the bridge (as in test_bridge.py)."""
+    namespace: dict = {}
+    shell = types.SimpleNamespace(user_ns=namespace)
+    sent: list[str] = []
+    monkeypatch.setattr("IPython.display.publish_display_data",
+                        lambda data: sent.append(data[protocol.REPLY_MIME]))
+
+    def relay(prompt: str) -> dict:
+        student_side.serve(shell, prompt)
+        return protocol.loads(sent.pop())
+
+    monkeypatch.setattr(test_side, "ask", relay)
+    return namespace
+
+
+def test_the_record_names_each_copy_between_devices_with_its_dtypes():
+    expected = {
+        uint8_crosses: [["_to_copy", "cpu", "meta", "uint8", "uint8", N]],
+        float32_crosses: [["_to_copy", "cpu", "meta", "float32", "float32", N]],
+        converted_in_the_copy: [["_to_copy", "cpu", "meta", "uint8", "float32", N]],
+        copied_into: [["copy_", "cpu", "meta", "uint8", "uint8", N]],
+    }
+    for way, record in expected.items():
+        got = []
+        with student_side.copy_record(got):
+            way(IMAGES, "meta", MEAN, STD)
+        assert got == record, way.__name__
+    nothing = []
+    with student_side.copy_record(nothing):
+        uint8_crosses(IMAGES, "cpu", MEAN, STD)  # on the CPU nothing crosses a link
+    assert nothing == []
+
+
+@pytest.mark.parametrize("way", WAYS, ids=lambda way: way.__name__)
+def test_the_checks_record_a_call_as_the_students_kernel_does(checks, student, way):
+    """The checks cell's own record (plain nbgrader, the release) and the student's kernel's
+    record across the bridge (course-grade) are the same, for the same call."""
+    checks["to_device_uint8"] = way
+    local_result, local = checks["call_recorded"]("to_device_uint8", IMAGES, "meta", MEAN, STD)
+    student["to_device_uint8"] = way
+    checks["to_device_uint8"] = test_side.StudentFunction("to_device_uint8")
+    remote_result, remote = checks["call_recorded"]("to_device_uint8", IMAGES, "meta", MEAN, STD)
+    assert local == remote and local
+    assert (remote_result.device.type, remote_result.dtype) == ("meta", torch.float32)
+
+
+def test_a_record_is_sent_only_when_asked(student):
+    request = protocol.request_body(protocol.call_request("f", [], []))
+    assert "record" not in request
+    assert "record" in protocol.request_body(protocol.recording(protocol.call_request("f", [], [])))
+    student["g"] = lambda: torch.zeros(2).to("meta")
+    reply = protocol.loads(_served(student, protocol.call_request("g", [], [])))
+    assert "ok" in reply and "record" not in reply
+    reply = protocol.loads(_served(student, protocol.recording(protocol.call_request("g", [], []))))
+    assert reply["record"] == [["_to_copy", "cpu", "meta", "float32", "float32", 2]]
+
+
+def _served(namespace, prompt) -> str:
+    import IPython.display
+
+    sent = []
+    publish = IPython.display.publish_display_data
+    IPython.display.publish_display_data = lambda data: sent.append(data[protocol.REPLY_MIME])
+    try:
+        student_side.serve(types.SimpleNamespace(user_ns=namespace), prompt)
+    finally:
+        IPython.display.publish_display_data = publish
+    return sent.pop()
+
+
+@pytest.mark.parametrize("record", [
+    None, "uint8", [["_to_copy", "cpu", "meta", "uint8", "uint8"]],
+    [["_to_copy", "cpu", "meta", "uint8", "uint8", -1]],
+    [["_to_copy", "cpu", "meta", "uint8", "uint8", 1.5]],
+    [["x" * 41, "cpu", "meta", "uint8", "uint8", 1]],
+    [["_to_copy", "cpu", "meta", "uint8", "uint8", 1]] * (student_side.MAX_RECORD + 1),
+])
+def test_a_record_that_is_not_one_is_the_students_failure(monkeypatch, record):
+    reply = protocol.dumps({"ok": 1.0, "args": [], "kwargs": []} | ({} if record is None else {"record": record}))
+    monkeypatch.setattr(test_side, "ask", lambda prompt: test_side.read_reply(reply))
+    with pytest.raises(test_side.StudentAnswerError, match="record of copies"):
+        test_side.StudentFunction("f").recorded()
+
+
+def test_a_recorded_call_leaves_the_bridge_as_it_was(student):
+    student["f"] = uint8_crosses
+    asking = test_side.ask
+    result, record = test_side.StudentFunction("f").recorded(IMAGES, "meta", MEAN, STD)
+    assert test_side.ask is asking
+    assert record == [["_to_copy", "cpu", "meta", "uint8", "uint8", N]]
+    assert result.device.type == "meta" and tuple(result.shape) == tuple(IMAGES.shape)
