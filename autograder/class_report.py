@@ -160,12 +160,19 @@ def hints_of(source_folder: Path) -> dict[str, set[str]]:
 
 
 def _literals(code: str) -> set[str]:
+    """The hints written in ``code``: the text of each pair ``(wrong value, "hint")``, as the
+    tests list them (``hints=[...]``) and the checks list known errors; the end of an
+    f-string after its last value. Other strings (a check's plain failure, "not defined
+    yet") say what went wrong with one notebook, not a misconception."""
     try:
         tree = ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith("%")))
     except SyntaxError:
         return set()
     found = set()
-    for node in ast.walk(tree):
+    for pair in ast.walk(tree):
+        if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
+            continue
+        node = pair.elts[1]
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
         elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[-1], ast.Constant):

@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import execute, fates, gradebooks, safefiles, testkernel
+from autograder import execute, fates, gradebooks, nbgrader_threads, safefiles, testkernel
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import Sandbox, gpu_devices, unprivileged
@@ -42,6 +42,7 @@ SLOTS_DIR = Path("/tmp/course-grade-slots")
 MAX_SLOTS = 512
 _SLOTS: dict = {}  # thread ident -> that grading thread's slot
 _PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
+_PREPARING = threading.Lock()
 _SCRATCH: dict = {}  # thread ident -> that thread's folder for one job at a time
 
 
@@ -152,10 +153,16 @@ def _prepared(course_files: CourseFiles) -> Path:
     private gradebook with the assignment in it, made once with nbgrader's own
     generate_assignment."""
     key = course_files.key
-    if key in _PREPARED:
+    with _PREPARING:  # two threads of one worker prepare a course once, not side by side
+        if key not in _PREPARED:
+            _PREPARED[key] = _prepare(course_files)
         return _PREPARED[key]
+
+
+def _prepare(course_files: CourseFiles) -> Path:
     gradebooks.share_engines()
     gradebooks.share_validators()
+    nbgrader_threads.install()
     folder = Path(tempfile.mkdtemp(prefix="cg-course-", dir="/tmp"))
     folder.chmod(0o755)
     atexit.register(shutil.rmtree, folder, True)
@@ -174,7 +181,8 @@ def _prepared(course_files: CourseFiles) -> Path:
 
         with Gradebook(config.CourseDirectory.db_url) as gb:
             gb.update_or_create_assignment(assignment, duedate=parse_utc(course_files.duedate))
-    _PREPARED[key] = folder
+    files = {name: data for name, data in course_files.source.items() if not name.endswith(".ipynb")}
+    safefiles.write_tree(folder / "test-files", files)  # the test kernel's: the source's data
     return folder
 
 
@@ -215,7 +223,7 @@ def _config(course: Path, job: Job, scratch: Path):
     config.SandboxMixin.staging = str(_student_files(course, job, scratch, each, total))
     sources = sorted((course / "source" / assignment).glob("*.ipynb"))
     config.TwoKernelExecute.source_notebook = str(sources[0])
-    config.TwoKernelExecute.test_files = str(_test_files(job.course, each, total))
+    config.TwoKernelExecute.test_files = str(_test_files(job.course))
     config.TwoKernelExecute.test_uid = slot["test_uid"] if job.sandbox else -1
     config.TwoKernelExecute.test_slot = slot["index"]
     if job.gpu:
@@ -250,14 +258,10 @@ def _student_files(course: Path, job: Job, scratch: Path, each: int, total: int)
     return dest
 
 
-def _test_files(course_files: CourseFiles, each: int, total: int) -> Path:
-    """The test kernel's files: the source's data files (the instructor's own)."""
-    folder = _prepared(course_files) / "test-files"
-    if not folder.exists():
-        files = {name: data for name, data in course_files.source.items()
-                 if not name.endswith(".ipynb")}
-        safefiles.write_tree(folder, files)
-    return folder
+def _test_files(course_files: CourseFiles) -> Path:
+    """The test kernel's files: the source's data files (the instructor's own), written
+    once with the prepared course."""
+    return _prepared(course_files) / "test-files"
 
 
 def _slot(uid_base: int) -> dict:
@@ -307,6 +311,8 @@ def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
 
     buffer = io.StringIO()
     app = getattr(converters, converter)(coursedir=CourseDirectory(config=config), config=config)
+    # A logger of this thread's own: two jobs in one process never share one's lines.
+    app.log = logging.getLogger(f"course-grade.{converter}.{threading.get_ident()}")
     handler = logging.StreamHandler(buffer)
     handler.setLevel(logging.WARNING)
     app.log.addHandler(handler)
