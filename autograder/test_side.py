@@ -62,6 +62,7 @@ class StudentFunction:
 
     def __init__(self, name: str):
         self.__name__ = self.name = name
+        self._after: list = []  # the last call's (argument, its state after, as data)
 
     def __repr__(self):
         return f"<your function {self.name}>"
@@ -87,6 +88,7 @@ class StudentFunction:
         after_args = _after_states(reply.get("args"), len(args))
         after_kwargs = {key: after for key, after in _pairs(reply.get("kwargs"))
                         if type(key) is str and key in kwargs}
+        self._after = list(zip(args, after_args)) + [(kwargs[k], a) for k, a in after_kwargs.items()]
 
         def resolve(data):
             # A result that *is* an argument: a model or an optimizer is the test's own
@@ -124,6 +126,23 @@ class StudentFunction:
                 f"{self.name}(...) sent back something that is not plain data "
                 f"({protocol.message_text(exc)})") from None
         return result
+
+    def became(self, value):
+        """What ``value``, an argument of the last call, became in the student's kernel,
+        for a test that checks a function left its argument alone: a new object built
+        from its state there, never the test's own (arguments cross by value). A model or
+        an optimizer is the test's own object, which took the call's changes; anything
+        without a state sent back is ``value`` itself."""
+        for argument, after in self._after:
+            if argument is value:
+                if after is None or plaindata.in_place(value) or not plaindata.mutable(value):
+                    return value
+                try:
+                    return plaindata.decode(after)
+                except Exception as exc:  # noqa: BLE001 - the student's data
+                    raise StudentAnswerError(f"{self.name}(...) sent back its argument as something "
+                                             f"that is not plain data ({protocol.message_text(exc)})") from None
+        return value
 
     def recorded(self, *args, **kwargs):
         """``(result, record)``: the call as ``self(...)`` makes it, run in the student's

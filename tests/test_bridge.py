@@ -220,3 +220,17 @@ def test_the_test_plan_is_read_once_per_source_and_again_when_the_source_changes
     nbformat.write(source("t1", "t2"), path)
     assert list(testplan.read(path).tests) == ["t1", "t2"]
     assert first.answer_names == ["answer"]
+
+
+def test_a_test_can_see_what_a_function_did_to_its_argument(student):
+    """Arguments cross by value, so a test that checks a function left its argument alone
+    asks what it became in the student's kernel: a new object, never the test's own."""
+    exec("import torch\ndef converts(batch):\n    batch.data = batch.data.float()\n    return batch\n"
+         "def leaves(batch):\n    return batch.float()", student)
+    tests = bound(["converts", "leaves"])
+    batch = torch.arange(3, dtype=torch.float64)
+    tests["converts"](batch)
+    became = tests["converts"].became(batch)
+    assert became.dtype == torch.float32 and became is not batch and batch.dtype == torch.float64
+    tests["leaves"](batch)
+    assert tests["leaves"].became(batch).dtype == torch.float64
