@@ -92,7 +92,8 @@ def _become_kernel(connection: dict) -> None:
     os.environ.pop("JPY_PARENT_PID", None)
     from ipykernel import kernelapp
 
-    sys.argv = ["ipykernel_launcher", "-f", path]
+    # As nbclient starts every kernel: no history file (a new sqlite database per kernel).
+    sys.argv = ["ipykernel_launcher", "-f", path, "--HistoryManager.hist_file=:memory:"]
     kernelapp.launch_new_instance()
 
 
