@@ -435,19 +435,7 @@ class SandboxMixin(Configurable):
         stdin.flush()
         ports = [connection[k] for k in ("shell_port", "iopub_port", "stdin_port",
                                          "control_port", "hb_port")]
-        deadline = time.monotonic() + SOCKET_WAIT
-        root, namespace = None, 0
-        while time.monotonic() < deadline:
-            if not self.use_bwrap:
-                root = ""
-            elif not _still_sandboxed(root, namespace):
-                root, namespace = _sandboxed_root(self.provisioner.pid)
-            if root is not None and all(_is_socket(f"{root}{connection['ip']}-{p}") for p in ports):
-                return f"{root}{connection['ip']}"
-            if self.provisioner.process.poll() is not None:
-                raise RuntimeError(f"the kernel template exited: {self.start_log()}")
-            await asyncio.sleep(0.01)
-        raise RuntimeError(f"the forked kernel made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
+        return await self._sockets_of(connection["ip"], ports, "the forked kernel")
 
     def forked_kernels(self) -> list:
         """The running processes of the template's tree that are not the template's own."""
@@ -473,7 +461,12 @@ class SandboxMixin(Configurable):
         the sockets (through /proc/<pid>/root, into the sandbox) is still the grader's."""
         ports = (self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
                  self.hb_port)
-        inside = self.ip
+        self.ip = await self._sockets_of(self.ip, ports, "the kernel")
+        self._own_processes = _tree(self.provisioner.pid)
+
+    async def _sockets_of(self, inside: str, ports, what: str) -> str:
+        """The host path of ``inside`` (the kernel's ``ip`` in its sandbox) once a socket
+        exists there for every port; an error if the process exits or time runs out."""
         deadline = time.monotonic() + SOCKET_WAIT
         root, namespace = None, 0
         while time.monotonic() < deadline:
@@ -483,14 +476,12 @@ class SandboxMixin(Configurable):
             elif not _still_sandboxed(root, namespace):
                 root, namespace = _sandboxed_root(self.provisioner.pid)
             if root is not None and all(_is_socket(f"{root}{inside}-{p}") for p in ports):
-                self.ip = f"{root}{inside}"
-                self._own_processes = _tree(self.provisioner.pid)
-                return
+                return f"{root}{inside}"
             process = getattr(self.provisioner, "process", None)
             if process is not None and process.poll() is not None:
-                raise RuntimeError(f"the kernel exited while starting: {self.start_log()}")
-            await asyncio.sleep(0.02)  # the test kernel's reset goes on meanwhile
-        raise RuntimeError(f"the kernel made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
+                raise RuntimeError(f"{what} exited while starting: {self.start_log()}")
+            await asyncio.sleep(0.01)  # the test kernel's fork goes on meanwhile
+        raise RuntimeError(f"{what} made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
 
     def start_log(self, limit: int = 2000) -> str:
         """The end of the kernel's own log (written through a descriptor it was given)."""
