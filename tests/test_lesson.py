@@ -289,21 +289,23 @@ def test_each_line_of_the_worked_example_says_what_kind_of_figure_it_is(executed
     assert all("(assumed:" in line or "(all assumed)" in line for line in lines[1:]), lines
 
 
-def test_the_copy_or_share_answer_comes_after_the_cell(committed):
+@pytest.mark.parametrize("prompt_words, cell_words, answer_words", [
+    ("Which of them sees the change?", "copied = torch.tensor(a)", "`torch.from_numpy` copies nothing"),
+    ("which of the three times is the smallest?", "background_timing(device)",
+     "therefore measures almost nothing"),
+], ids=["copy-or-share", "background-timing"])
+def test_an_explanation_comes_after_its_prediction_and_its_cell(committed, prompt_words, cell_words,
+                                                                 answer_words):
     sources = [c.source for c in committed.cells]
-    prompt = next(i for i, s in enumerate(sources) if "Which of them sees the change?" in s)
-    cell = next(i for i, s in enumerate(sources) if "copied = torch.tensor(a)" in s)
-    answer = next(i for i, s in enumerate(sources) if "`torch.from_numpy` copies nothing" in s)
+    prompt = next(i for i, s in enumerate(sources) if prompt_words in s)
+    cell = next(i for i, s in enumerate(sources) if cell_words in s)
+    answer = next(i for i, s in enumerate(sources) if answer_words in s)
     assert prompt < cell < answer
-    assert "share one block of memory" not in sources[prompt] and "copies its input" not in sources[prompt]
 
 
-def test_the_background_explanation_comes_after_the_timing_cell(committed):
-    sources = [c.source for c in committed.cells]
-    prompt = next(i for i, s in enumerate(sources) if "which of the three times is the smallest?" in s)
-    cell = next(i for i, s in enumerate(sources) if "background_timing(device)" in s)
-    why = next(i for i, s in enumerate(sources) if "therefore measures almost nothing" in s)
-    assert prompt < cell < why
+def test_the_copy_or_share_prompt_does_not_answer_itself(committed):
+    prompt = next(c.source for c in committed.cells if "Which of them sees the change?" in c.source)
+    assert "share one block of memory" not in prompt and "copies its input" not in prompt
 
 
 def test_the_device_rule_and_its_one_exception_hold_as_the_lesson_says(committed):
