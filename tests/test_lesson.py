@@ -44,7 +44,7 @@ def test_size_py_prints_the_seeds_lines(executed):
     assert printed(cell_with(executed, "clouds = torch.zeros(8, 2048, 3)")) == (
         "torch.Size([8, 2048, 3]) torch.float32\n"
         "49152 numbers of 4 bytes each\n"
-        "0.196608 MB\n")
+        "0.196608 MB (counted)\n")
 
 
 def test_device_error_cell_prints_the_error_and_the_fix_works(executed):
@@ -169,7 +169,7 @@ def test_seed_sections_appear_in_order(committed):
                 "## The copy can take longer than the work",
                 "Worked example: is one step worth a trip to the GPU?",
                 "## A race: 256 numbers, several steps each", "## These numbers are rough",
-                "## GPU work runs in the background", "## Check yourself", "## Go further",
+                "## Timing GPU work", "## Check yourself", "## Go further",
                 "## Where this shows up", "## Sources"]
     positions = [text.index(h) for h in headings]
     assert positions == sorted(positions)
@@ -213,11 +213,14 @@ def test_go_further_says_what_pytorch_does(committed):
     # non_blocking lets the host go on; the copy stays in order on its stream; the way back syncs.
     assert "lets the CPU go on at once" in flat and "still runs in order" in flat
     # Copy.cu: a blocking copy waits for the whole stream; non_blocking=True leaves that wait
-    # out, pinned or not. From pageable memory the CPU still stages the data.
+    # out, pinned or not. From pageable memory the driver may still synchronize (NVIDIA's
+    # API synchronization behavior), so the lesson does not promise the CPU goes on.
     assert ("A plain `x.to(\"cuda\")` queues the copy and then waits for the whole stream, the GPU's queue: "
             "for all the work queued before the copy, then for the copy.") in flat
-    assert ("From pageable memory the copy can't overlap anything on the GPU, and the CPU still stages the "
-            "data itself. But the flag does skip the wait for the whole stream that a blocking `.to()` adds.") in flat
+    assert ("with `non_blocking=True` PyTorch skips its own `cudaStreamSynchronize`, but the CUDA driver may "
+            "still synchronize with the stream while it stages the data into pinned memory, so don't count on "
+            "the CPU going on.") in flat
+    assert "the CPU still stages the data itself" not in flat and "does skip the wait" not in flat
     lesson = flat.split("## Sources", 1)[0]
     assert "no effect" not in lesson and "as if the flag were not there" not in lesson
     assert "needs the copy on another stream (`torch.cuda.Stream`)" in flat
@@ -263,6 +266,39 @@ def test_every_claim_has_a_primary_source(committed):
         assert f"({url})" in sources, url
     assert "with `non_blocking=False` it calls `memcpy_and_sync`" in sources
     assert "moves the parameters and buffers in place" in sources
+    # NVIDIA's Asynchronous list, quoted; the staging sentence is from its Synchronous list.
+    assert ('"For transfers between device memory and pageable host memory, the function might be '
+            'synchronous with respect to host"') in sources
+    assert ('"If pageable memory must first be staged to pinned memory, the driver may synchronize with the '
+            'stream and stage the copy into pinned memory."') in sources
+    assert "the call returns once the data is there" not in sources
+    # The Tensor.cuda docstring is about the host, and is not called wrong.
+    assert "shows that last sentence is not so" not in sources
+    assert "That is about the host" in sources
+    for url in ["https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html",
+                "https://docs.python.org/3/library/os.html#os.cpu_count"]:
+        assert f"({url})" in sources, url
+
+
+def test_claims_without_a_source_are_gone_and_the_texts_figure_is_labelled(committed):
+    text = " ".join(_markdown(committed).split())
+    assert "from 4 to 24" not in text and "`os.cpu_count()` says how many this computer has" in text
+    assert "Memcpy HtoD" not in text
+    assert "reaches about 25 GB per second in practice" not in text
+    assert ("from pinned memory the text's computer reached about 25 GB per second (measured on the text's "
+            "computer, assumed here)") in text
+
+
+def test_headings_above_a_prediction_do_not_answer_it(committed):
+    sources = [c.source for c in committed.cells]
+    device = next(s for s in sources if "what does `x_far + y_cpu` give?" in s)
+    assert "### Mixing devices in one operation" in device and "must be on the same device" not in device
+    timing = next(s for s in sources if "which of the three times is the smallest?" in s)
+    before = timing.split("**Predict first:**", 1)[0]
+    assert before.startswith("## Timing GPU work") and "background" not in before
+    assert "waits until" not in before and "synchronizes for you" not in before
+    after = next(s for s in sources if "therefore measures almost nothing" in s)
+    assert "**GPU work runs in the background.**" in after and "synchronizes for you" in after
 
 
 def test_the_t4_figures_follow_from_its_rated_speeds(committed):
