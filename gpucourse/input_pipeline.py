@@ -12,9 +12,11 @@ pipeline would run them, and ``steady_ms()`` is the time per batch once it is fu
 The rules, each one a fact about PyTorch or CUDA (the lesson cites the sources):
 
 * with ``workers = 0`` the main process loads each batch itself, and every stage waits
-  for the one before: this, and only this, is what "one after another" means here (a
-  simplification: a real loop could load the next batch while the GPU computes, as the
-  lesson's Go further says);
+  for the one before: this, and only this, is what "one after another" means here. It
+  assumes a loop that waits for the GPU at every step (it reads the loss, say); a loop that
+  never waits loads batch i + 1 while the GPU computes step i, and its blocking copy, pinned
+  or not, waits for the previous step: about max(load, compute) + copy, as the lesson's Go
+  further says;
 * with ``workers >= 1`` each worker loads whole batches, in turn (batch i goes to worker
   i mod workers), at most ``prefetch_factor = 2`` batches each ahead of the loop; more
   workers than CPU cores share those cores;

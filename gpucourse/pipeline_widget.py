@@ -210,7 +210,8 @@ def _rule_html(pipeline: Pipeline) -> str:
         f"({speeds.said('copy')}).",
         f"compute: {pipeline.compute_ms():.3g} ms ({speeds.said('compute')}).",
         "No workers means the main process loads each batch and every stage waits for the one "
-        "before: one after another. The copy overlaps the step only from pinned memory on a "
+        "before: one after another, as in a loop that waits for the GPU at every step (it reads "
+        "the loss, say). The copy overlaps the step only from pinned memory on a "
         "side stream. Left out: pinning itself (a copy on the CPU), and converting a uint8 "
         "batch on the GPU.",
     ]

@@ -143,8 +143,11 @@ def test_the_lesson_defines_the_three_cases_of_the_model(committed):
             "model every stage then waits for the one before: a batch takes the **sum** of the three") in text
     assert ("the copy and the step add up, and a batch takes the larger of *load* / N and *copy* + "
             "*compute*") in text
-    assert ("With workers, pinned memory and the copy on a side stream (section 3 shows how), the copy of "
-            "the next batch runs while the GPU computes this one") in text
+    assert ("With workers (N of them deliver a batch every *load* / N ms), pinned memory and the copy on a "
+            "side stream (section 3 shows how), the copy of the next batch runs while the GPU computes this one") in text
+    # The model's assumption, said plainly: the loop waits for the GPU at every step.
+    assert ("The model assumes that the loop waits for the GPU at every step, for example because it reads "
+            "the loss (`loss.item()`) before it loads the next batch.") in text
     assert "how long does a batch take one after another (no workers, pageable memory)?" in text
     # The model has exactly these three cases.
     speeds = assumed_speeds()
@@ -158,6 +161,27 @@ def test_the_lesson_defines_the_three_cases_of_the_model(committed):
         assert pipeline.steady_ms() == expected(load, stage["copy"], stage["compute"])
 
 
+def test_the_one_stream_case_is_stated_only_after_the_same_stream_prediction(committed):
+    """Section 1 must not answer section 3's prompt (can the next copy run while this step
+    computes, on one stream?): the one-stream case comes after that prompt and its fold."""
+    sources = [c.source for c in committed.cells]
+    at = next(i for i, s in enumerate(sources) if "can it start before\nthe copy is done?" in s)
+    before = flat("\n".join(sources[:at]) + sources[at].split("**Predict first:**", 1)[0])
+    after = flat(sources[at].split("</details>", 1)[1])
+    one_stream = "the copy and the step add up, and a batch takes the larger of *load* / N and *copy* + *compute*"
+    assert one_stream not in before and one_stream in after
+    assert "it cannot run while the GPU computes" not in before and "can't overlap anything" not in before
+
+
+def test_a_loop_that_never_waits_is_said_to_do_better_and_by_how_much(committed):
+    further = flat(markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0])
+    assert "A real loop can do a little better" not in further
+    assert "a copy from pageable memory, or a `.item()`" not in further
+    assert "Then a blocking `.to()`, pinned or not, waits for the previous step before it copies" in further
+    assert "a batch takes about max(*load*, *compute*) + *copy*" in further
+    assert f"max(20, 8) + 3.08 ≈ {20 + 3.08:.1f} ms rather than {20 + 3.08 + 8:.1f} ms" in further
+
+
 def test_answers_to_predictions_are_folded_until_asked_for(committed):
     """What the cells under a prediction show is said only in a fold, never open beside it."""
     text = flat(markdown(committed))
@@ -167,6 +191,12 @@ def test_answers_to_predictions_are_folded_until_asked_for(committed):
         assert answer in text and answer not in unfolded, answer
     assert "20.3 ms with 4 workers" not in text  # the table's "from 2 workers on", said the same way
     assert "from 2 workers on, 12.3 + 8 ≈ 20.3 ms a batch, and more workers change nothing" in text
+    # The widget's prompt asks for the bottleneck; the fold names it, as the model does.
+    from gpucourse.input_pipeline import Pipeline, Settings, assumed_speeds
+    defaults = Pipeline(assumed_speeds(), Settings(workers=0, pinned=False, dtype="float32"))
+    assert defaults.bottleneck() == "load" and f"{defaults.stage_ms()['load']:.3g}" == "26"
+    assert "the loader, 26 ms, is the bottleneck" in text
+    assert "the loader, 26 ms, is the bottleneck" not in unfolded
 
 
 def test_where_the_loader_pins_and_what_non_blocking_does_from_pageable_memory(committed):
@@ -175,23 +205,37 @@ def test_where_the_loader_pins_and_what_non_blocking_does_from_pageable_memory(c
     assert ("with `num_workers > 0`, a background thread of the main process pins each batch as it "
             "arrives from a worker; with `num_workers=0`, the main process pins each batch itself, inline") in text
     # Copy.cu: a blocking copy waits for the whole stream (memcpy_and_sync); non_blocking=True
-    # leaves that wait out, pinned or not. From pageable memory the CPU still stages the data.
+    # leaves that wait out, pinned or not. From pageable memory the driver may still synchronize.
     lesson = flat(markdown(committed).split("## Sources", 1)[0])
     assert "no effect" not in lesson.replace('"the argument has no effect"', "")
     assert "flag or no flag" not in text and "So pin first, or leave the flag out." not in text
     assert ("`x.to(\"cuda\")` queues the copy on the current CUDA **stream**, the GPU's queue of work, and "
             "then waits for the whole stream: for every kernel queued before the copy, then for the copy itself") in text
-    assert ("From pageable memory the copy can't overlap anything on the GPU, and the CPU still stages the "
-            "data itself") in text
-    assert "But the flag does skip the wait for the whole stream that a blocking `.to()` adds." in text
+    assert ("PyTorch skips its own `cudaStreamSynchronize`. From **pinned** memory the call returns at once, "
+            "and the CPU moves on. From pageable memory the CUDA driver may still synchronize with the stream "
+            "while it stages the data into its pinned buffer, so don't count on the CPU moving on") in text
+    assert "the CPU still stages the data itself" not in text and "does skip the wait" not in text
+    assert "would only spare it the wait" not in text
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
     assert "(https://docs.pytorch.org/docs/stable/generated/torch.Tensor.cuda.html)" in sources
-    assert "Otherwise, the argument has no effect.\" The source below shows that last sentence is not so" in sources
+    assert "Otherwise, the argument has no effect.\" That is about the host" in sources
+    assert "is not so" not in sources
     assert "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu)" in sources
     assert "with `non_blocking=False` it calls `memcpy_and_sync`" in sources
     assert "regardless of whether the original tensor is or isn't in pinned memory" in sources
     assert "(https://github.com/pytorch/pytorch/blob/main/torch/utils/data/dataloader.py)" in sources
     assert "(https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html)" in sources
+    # NVIDIA's Asynchronous list, quoted; the staging sentence belongs to its Synchronous list.
+    assert ('"For transfers between device memory and pageable host memory, the function might be '
+            'synchronous with respect to host"') in sources
+    assert ('"If pageable memory must first be staged to pinned memory, the driver may synchronize with the '
+            'stream and stage the copy into pinned memory."') in sources
+    assert "returns only once the data is there" not in sources
+    # Not changing a pinned source before its copy is done is CUDA's, not the guide's.
+    guide = next(line for line in sources.split("\n") if "pinmem_nonblock.html" in line)
+    assert "must not be modified" not in guide
+    memcpy = next(line for line in sources.split("\n") if "group__CUDART__MEMORY.html" in line)
+    assert "asynchronous with respect to the host" in memcpy and "must not be changed" in memcpy
 
 
 def test_mean_and_std_are_made_once_before_the_function_and_never_said_to_be_made_on_the_device(committed):
@@ -225,6 +269,7 @@ def test_check_yourself_asks_the_graded_questions_with_the_expected_answers(comm
     text = flat(markdown(committed)).split("## Check yourself", 1)[1].split("## Go further", 1)[0]
     assert "Loading takes 5 ms per batch, the copy 2 ms and the computation 8 ms" in text
     assert "One loader worker takes 12 ms per batch" in text and "256 RGB images of 224×224" in text
+    assert "in the lesson's model (the loop waits for each step before it loads the next batch)" in text
     for answer in ["15 ms", "8/15 ≈ 53.3%", "2 workers is the fewest", "154.140672 MB", "≈ 6.17 ms",
                    "38.535168 MB", "≈ 1.54 ms"]:
         assert answer in text, answer

@@ -22,7 +22,8 @@ def test_starts_unrevealed_with_every_control_named_in_words():
     assert "made up: an 8 ms step on the GPU" in widget.rule.value
     # "One after another" means what the model computes: no workers, the main process loading.
     assert ("No workers means the main process loads each batch and every stage waits for the one "
-            "before: one after another.") in widget.rule.value
+            "before: one after another, as in a loop that waits for the GPU at every step (it reads "
+            "the loss, say).") in widget.rule.value
     assert "load: 26 ms a batch of 256 for one worker" in widget.rule.value
     assert "38.5 MB, a batch of 256 as uint8" not in widget.rule.value  # float32 by default
     assert "154 MB, a batch of 256 as float32" in widget.rule.value
