@@ -15,7 +15,7 @@ network this small gains nothing from more, and on a busy machine extra threads 
 each other at every operation (measured on the 2-core development machine under load: one
 thread ran 70 times as many steps per second as two).
 
-The whole data set lives on the training device, made there once: each batch is picked
+The whole data set lives on the training device, drawn on the CPU and copied there once: each batch is picked
 by an index tensor on the same device, so a step needs no copy from the CPU and no wait.
 (A plain ``.to("cuda")`` of a batch in pageable CPU memory waits for the GPU too: PyTorch's
 performance tuning guide lists it with ``.item()``.)

@@ -128,7 +128,7 @@ def test_memory_is_counted_from_the_tensors_and_says_what_a_gpu_adds(executed):
     assert "4.00 times the weights (counted from the tensors)" in out
     assert "No GPU here, so no allocator to ask" in out and "torch.cuda.memory_allocated()" in out
     assert printed(cell_with(executed, "training_mb(1_000_000, copies)")) == (
-        "SGD: 2 copies, 8 MB\nSGD with momentum: 3 copies, 12 MB\nAdam: 4 copies, 16 MB\n")
+        "SGD: 2 copies, 8 MB (counted)\nSGD with momentum: 3 copies, 12 MB (counted)\nAdam: 4 copies, 16 MB (counted)\n")
     assert printed(cell_with(executed, "print(peak_memory(device))")).startswith("No GPU here")
 
 
@@ -166,7 +166,7 @@ def test_predictions_come_before_the_cells_that_answer_them(committed):
                          ("what do the two `is` tests print?", "y = x.to(device)"),
                          ("**Predict first:** what happens?", "far_model(cpu_batch)"),
                          ("what does `cross_entropy` say to float64 labels?", "file_labels = "),
-                         ("which of the seven lines stays on the device?", "find_host_reads("),
+                         ("other six lines, if any, stay there too?", "find_host_reads("),
                          ("how much slower is reading every step?", "measure_reads(device)"),
                          ("**Predict, then press Train**", "TrainingWidget(device)"),
                          ("how many\ntimes the weights' bytes", "step_memory(device)"),
@@ -205,11 +205,35 @@ def test_predictions_are_not_answered_above_their_prompts(committed):
     already = sources[index("what do the two `is` tests print?")]
     assert "returns the tensor itself" not in already.split("<details>", 1)[0]
     # The seven lines are listed without saying which ones wait; that comes after the cell.
-    prompt = sources[index("which of the seven lines stays on the device?")]
+    prompt = sources[index("other six lines, if any, stay there too?")]
     for line in ["`loss.item()`", "`float(loss)`", "`print(loss)`", "`loss.cpu()`",
                  "`loss.detach().cpu().numpy()`", "`if loss < 0.1: ...`", "`total += loss.detach()`"]:
         assert line in prompt, line
     assert index("The other six all need the number on the host") > index("find_host_reads(device)")
+    # Adam's state is named after the memory cell, not in the prompt above it.
+    memory = sources[index("how many\ntimes the weights' bytes")]
+    assert "running averages" not in memory and "its square" not in memory
+    # The two slips are named as errors only after the cells that show them.
+    device_prompt = sources[index("**Predict first:** what happens?")]
+    assert "error" not in device_prompt.lower() and "another\ndevice" not in device_prompt
+    assert index("**the device error**") > index("far_model(cpu_batch)\nexcept")
+    dtype_prompt = sources[index("what does `cross_entropy` say to float64 labels?")]
+    assert "error" not in dtype_prompt.lower()
+    assert index("That is **the dtype error**") > index("file_labels = ")
+
+
+def test_non_blocking_from_pageable_memory_is_not_promised_and_the_spirals_are_copied_once(committed):
+    text = flat(markdown(committed))
+    assert ("`x.to(\"cuda\", non_blocking=True)` skips PyTorch's own wait, its `cudaStreamSynchronize`; but "
+            "from pageable memory the CUDA driver may still synchronize with the stream while it stages the "
+            "data, so don't count on it there") in text
+    assert "does not even stage the data itself" not in text
+    assert "their spirals are copied to the device once, before the loop" in text
+    assert "made on the device from the start" not in text
+    sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
+    assert "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu)" in sources
+    assert "(https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html)" in sources
+    assert "the driver may synchronize with the stream and stage the copy into pinned memory" in sources
 
 
 def test_torch_tensor_with_a_device_is_taught_as_a_copy(committed):
