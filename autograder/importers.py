@@ -201,6 +201,10 @@ class LmsNames(Configurable):
 
 ATTEMPT = re.compile(r"_attempt_(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_"
                      r"(?P<file_id>.+)$")
+# Blackboard's record of an attempt (its comments, the names of the files): the LMS's own
+# ``<prefix>_<student>_attempt_<date>.txt``, beside the files, never a student's file
+# (those follow the date after a "_").
+ATTEMPT_RECORD = re.compile(r"_attempt_[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3}\.txt$")
 
 
 class EntryNames:
@@ -273,6 +277,8 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
         entries = [e for e in archive.infolist() if not e.is_dir()]
         for number, entry in enumerate(entries):
             name = entry.filename
+            if ATTEMPT_RECORD.search(Path(name).name):
+                continue  # Blackboard's attempt record: nothing of the student's to grade
             info = names.parse(name)
             student = info.get("student_id", "") if info else ""
             if student and not valid_student_id(student):

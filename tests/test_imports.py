@@ -51,6 +51,21 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
     assert stamp.startswith("2024-03-02 00:00:00")
 
 
+def test_blackboards_attempt_records_are_skipped_without_a_warning(course, tmp_path):
+    """Blackboard puts a ``<prefix>_<student>_attempt_<date>.txt`` beside each attempt's
+    files: it is the LMS's, not a misnamed submission, and is neither imported nor warned
+    about; a student's own .txt after the date is still theirs."""
+    entries = [("gpu_tensors_ada_attempt_2026-12-01-10-00-00.txt", b"Name: Ada\n"),
+               ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_gpu_tensors.ipynb", NB),
+               ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_notes.txt", b"mine")]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert problems == []
+    folder = course / "submitted" / "ada" / "gpu_tensors"
+    assert (folder / "notes.txt").read_bytes() == b"mine"
+    assert sorted(p.name for p in folder.iterdir()) == ["gpu_tensors.ipynb", "notes.txt",
+                                                        "timestamp.txt"]
+
+
 def test_one_students_entries_cannot_use_up_the_others_budget(course, tmp_path):
     """A submission may hold nbgrader's max_dir_size; past it only that student's entries
     are refused, and an older copy of theirs is never graded in place of the refused one."""

@@ -114,6 +114,53 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
 
 
+def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(
+        tmp_path):
+    """eve's grading failed (fate error), dave sent no notebook, erin an invalid one: no
+    export gives them a 0 (which would overwrite the LMS's grade); both grades.csv and
+    grades-canvas.csv have their row with an empty score, and report.csv says why. ada's
+    grade and fay's missing submission (0 once the unit is out) are as before."""
+    from nbgrader.api import Gradebook
+
+    from autograder.fates import Outcome
+    from autograder.ledger import Ledger
+    from autograder.report import export_canvas, export_grades, from_gradebook, write_report
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_assignment(ASSIGNMENT, duedate=datetime.datetime(2024, 3, 1))
+        for student in ("ada", "dave", "eve", "erin", "fay"):
+            gb.add_student(student)
+        for student in ("ada", "dave", "eve", "erin"):  # _zero_submission leaves such rows
+            gb.add_submission(ASSIGNMENT, student)
+    ledger = Ledger(course, ASSIGNMENT)
+    outcomes = [Outcome("ada", "graded", 0.0, 0.0).as_dict(),
+                Outcome("dave", "no notebook", 0.0, None, ["no gpu_tensors.ipynb"]).as_dict(),
+                Outcome("eve", "error", None, None, ["nbgrader autograde failed: X"]).as_dict(),
+                Outcome("erin", "invalid notebook", 0.0, None, ["not JSON"]).as_dict()]
+    for outcome in outcomes:
+        ledger.put(outcome)
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    export_canvas(course, [ASSIGNMENT], course / "grades-canvas.csv")
+    write_report(from_gradebook(course, ASSIGNMENT, outcomes), course / "reports")
+    with open(course / "grades.csv", newline="") as f:
+        grades = {r["student_id"]: r for r in csv.DictReader(f)}
+    with open(course / "grades-canvas.csv", newline="") as f:
+        canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
+    with open(course / "reports" / "report.csv", newline="") as f:
+        reported = {r["student_id"]: r for r in csv.DictReader(f)}
+    for student, fate in (("dave", "no notebook"), ("eve", "error"), ("erin", "invalid notebook")):
+        assert grades[student]["score"] == "" and grades[student]["raw_score"] == "", student
+        assert grades[student]["Question 1"] == "", student
+        assert canvas[student] == "", student
+        assert (reported[student]["fate"], reported[student]["score"]) == (fate, ""), student
+    assert reported["eve"]["details"] == "nbgrader autograde failed: X"
+    assert float(grades["ada"]["score"]) == 0 and canvas["ada"] == "0"
+    assert float(grades["fay"]["score"]) == 0 and canvas["fay"] == "0"
+
+
 # -- the life cycle -----------------------------------------------------------------------
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="real Unix students need root and useradd")
@@ -403,6 +450,10 @@ def test_no_student_work_or_grade_can_be_committed(life):
     try:
         shutil.copytree(course, repo / "course", symlinks=True)
         shutil.copy(ROOT / ".gitignore", repo / "course" / ".gitignore")
+        # What the README has an instructor keep there: an LMS download, a --folder inbox.
+        (repo / "course" / "submissions.zip").write_bytes(b"PK")
+        (repo / "course" / "incoming").mkdir()
+        (repo / "course" / "incoming" / "ada.ipynb").write_text("{}")
         ok(subprocess.run(["git", "init", "-q"], cwd=repo / "course", capture_output=True))
         listed = ok(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                                    cwd=repo / "course", capture_output=True, text=True)).stdout
