@@ -70,7 +70,6 @@ def gradebook_scores(course_root: Path, assignment: str) -> dict[str, dict]:
 # or an invalid one. Every export leaves its score blank (an LMS keeps what it has, as for
 # a missing submission) and the report says why; a 0 would read as a grade.
 UNGRADED = (fates.ERROR, fates.NO_NOTEBOOK, fates.INVALID_NOTEBOOK)
-NO_SCORE = {"score": None, "raw_score": None, "late_penalty": None, "max_score": None}
 
 
 def ungraded(course_root: Path, assignment: str) -> dict[str, str]:
@@ -85,7 +84,9 @@ def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> 
     """The outcomes with the gradebook's scores: what every report and export shows."""
     scores = gradebook_scores(course_root, assignment)
     none = ungraded(course_root, assignment)
-    return [{**o, **NO_SCORE} if o["student_id"] in none
+    # An ungraded submission keeps the outcome's own score (none for a grader's error):
+    # the gradebook's 0 for it is no grade, and the class report leaves it out.
+    return [{**o, "max_score": None} if o["student_id"] in none
             else {**o, **scores[o["student_id"]]} if o["student_id"] in scores else o
             for o in outcomes]
 
