@@ -134,7 +134,7 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
         else:
             workers = _workers(executor) if executor is not None else 1
         return _grade_class(course_root, assignment, submitted, files_of_course, sandbox, force,
-                            gpu, executor, workers, on_result, progress)
+                            gpu, executor, workers, on_result, progress, students)
 
 
 # What the grader says about itself, not the submission: graded again on the next run.
@@ -146,7 +146,10 @@ def _retried(entry: dict) -> bool:
 
 def _grade_class(course_root: Path, assignment: str, submitted: list[str],
                  files_of_course: CourseFiles, sandbox: bool, force: bool, gpu: bool,
-                 executor, workers: int, on_result, progress) -> list[dict]:
+                 executor, workers: int, on_result, progress,
+                 students: set[str] | None = None) -> list[dict]:
+    """``students``: the only students whose gradebook rows this run may touch (--student);
+    None: the whole class."""
     config = grading_config(course_root)
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
@@ -174,16 +177,20 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
         files, notes = inbox.without_copies(files, notebooks)
         to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
     waiting = {job.student for job in to_grade}
-    for entry in ledger.entries():  # import problems: no submitted folder to grade
-        if entry["student_id"] not in outcomes and entry["student_id"] not in waiting:
-            outcomes[entry["student_id"]] = {**entry, "this_run": "import"}
-            _zero_submission(course_root, assignment, entry["student_id"])
+    for entry in ledger.entries():
+        student = entry["student_id"]
+        if student in outcomes or student in waiting:
+            continue
+        if students is not None and student not in students:
+            # Not chosen (--student): what the ledger and the gradebook say stays.
+            outcomes[student] = {**entry, "this_run": "unchanged"}
+            continue
+        outcomes[student] = {**entry, "this_run": "import"}  # no submitted folder to grade
+        _zero_submission(course_root, assignment, student)
     for student in roster(course_root):
         if student not in outcomes and student not in waiting:
             outcomes[student] = fates.Outcome(
                 student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict()
-    for entry in ledger.entries():  # the students not graded this run (--student)
-        outcomes.setdefault(entry["student_id"], {**entry, "this_run": "unchanged"})
 
     if progress is not None:
         progress.reset(total=len(to_grade))

@@ -155,7 +155,8 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
         assert grades[student]["score"] == "" and grades[student]["raw_score"] == "", student
         assert grades[student]["Question 1"] == "", student
         assert canvas[student] == "", student
-        assert (reported[student]["fate"], reported[student]["score"]) == (fate, ""), student
+        assert reported[student]["fate"] == fate and reported[student]["max_score"] == "", student
+    assert reported["eve"]["score"] == ""  # no grade, not the gradebook's 0
     assert reported["eve"]["details"] == "nbgrader autograde failed: X"
     assert float(grades["ada"]["score"]) == 0 and canvas["ada"] == "0"
     assert float(grades["fay"]["score"]) == 0 and canvas["fay"] == "0"
@@ -235,6 +236,29 @@ def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
     os.killpg(run.pid, signal.SIGINT)
     stdout, stderr = run.communicate(timeout=120)
     return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
+
+
+def every_score(course: Path) -> dict[str, dict]:
+    """Each student's scores as the gradebook's grade rows, grades.csv, grades-canvas.csv
+    and the report have them."""
+    rows = sqlite3.connect(course / "gradebook.db").execute(
+        "SELECT student.id, base_cell.name, grade.auto_score FROM grade "
+        "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
+        "JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id "
+        "JOIN student ON submitted_assignment.student_id = student.id "
+        "JOIN base_cell ON grade.cell_id = base_cell.id").fetchall()
+    out = {s: {"cells": {}} for s in STUDENTS}
+    for student, cell, score in rows:
+        out[student]["cells"][cell] = score
+    with open(course / "grades.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            out[r["student_id"]]["grades.csv"] = float(r["score"]) if r["score"] else None
+    with open(course / "grades-canvas.csv", newline="") as f:
+        for r in list(csv.reader(f))[2:]:
+            out[r[3]]["canvas"] = r[5]
+    for student, o in report(course).items():
+        out[student]["report"] = o.get("score")
+    return out
 
 
 def forge(exchange: Path, course_id: str, forger: str, victim: str) -> None:
@@ -397,17 +421,26 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     `--student cg19cy --force` grades cy alone."""
     course, _, _, _ = life
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    before = every_score(course)
     bo = json.loads((ledger / "cg19bo.json").read_text())
     (ledger / "cg19bo.json").write_text(json.dumps(
         {**bo, "fate": "error", "details": ["grading worker failed: interrupted"]}))
-    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy"))
+    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy",
+                          "--export", "canvas"))
     outcomes = report(course)
     assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
     assert outcomes["cg19bo"]["fate"] == "graded" and set(outcomes) >= set(STUDENTS)
+    assert outcomes["cg19ada"]["this_run"] == "unchanged"
     # Graded again, a verdict about the submission is final: the next run leaves it.
     assert json.loads((ledger / "cg19bo.json").read_text())["fate"] == "graded"
-    run = ok(course_grade(course, "--student", "cg19cy", "--force"))
+    # ada, not chosen, keeps every score: in the gradebook's rows and in every export.
+    assert every_score(course)["cg19ada"] == before["cg19ada"]
+    run = ok(course_grade(course, "--student", "cg19cy", "--force", "--export", "canvas"))
     assert {s for s, o in report(course).items() if o["this_run"] == "graded"} == {"cg19cy"}
+    after = every_score(course)
+    for student in ("cg19ada", "cg19bo"):  # not chosen: nothing of theirs changed
+        assert after[student] == before[student], (student, before[student], after[student])
+    assert after["cg19ada"]["report"] == TOTAL and after["cg19ada"]["grades.csv"] == TOTAL
 
 
 @needs_root
