@@ -440,7 +440,7 @@ def replace_folder(dest: Path, files: dict[str, bytes]) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".incoming-", dir=dest.parent))
     shutil.rmtree(fresh)
-    safefiles.write_tree(fresh, files)
+    safefiles.write_tree(fresh, files, mode=0o644 & ~safefiles.umask())  # as the user's umask says
     if dest.is_symlink() or dest.is_file():
         dest.unlink()
     elif dest.exists():

@@ -10,6 +10,7 @@ back through the exchange, and each student fetches only their own page. The che
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import json
@@ -496,3 +497,88 @@ def test_no_student_work_or_grade_can_be_committed(life):
                 (".gitignore", "nbgrader_config.py", "source", "release")] == []
     finally:
         shutil.rmtree(repo, ignore_errors=True)
+
+
+SECRETS = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db",
+           "nbgrader_config.py")
+
+
+def others_can_read(top: Path) -> list[str]:
+    """What in ``top`` holds the course's secrets (solutions, hidden tests, a gradebook,
+    submissions) and another user could read: every folder on the way open to others
+    (o+x), the file itself o+r (or a folder listable, o+r)."""
+    found = []
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = Path(folder, name)
+            rel = path.relative_to(top)
+            if not any(part in SECRETS for part in rel.parts):
+                continue
+            ancestors = [top, *[top / p for p in list(rel.parents)[:-1][::-1]]]
+            with contextlib.suppress(FileNotFoundError):
+                if all(a.stat().st_mode & 0o001 for a in ancestors) \
+                        and path.lstat().st_mode & 0o004:
+                    found.append(str(path))
+    return found
+
+
+def ours(exchange: Path) -> dict[Path, Path]:
+    """The grader's folders in /tmp that hold a copy of this course (its config names this
+    course's exchange; other test runs on the machine make folders of their own there),
+    each with the folder of the copy itself."""
+    mine = {}
+    for folder in Path("/tmp").glob("cg-*"):
+        if folder.name.startswith("cg-life-"):  # this module's own class
+            continue
+        for config in (folder / "nbgrader_config.py", folder / "course" / "nbgrader_config.py"):
+            with contextlib.suppress(OSError):
+                if str(exchange) in config.read_text():
+                    mine[folder] = config.parent
+    return mine
+
+
+@needs_root
+@pytest.mark.slow
+def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_course(life):
+    """Ctrl-C (SIGINT to the process group) while `--force -j 1` regrades the class: one
+    Ctrl-C ends course-grade within seconds, exit status 130, with the message and no
+    traceback. While it grades, nobody else can read the copies of the course a worker
+    makes in /tmp (source, hidden tests, gradebook, submissions); after it, none is left."""
+    course, exchange, _, _ = life
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    stamps = {p.name: p.stat().st_mtime_ns for p in ledger.glob("*.json")}
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
+                            "--force", "-j", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen, readable = set(), set()
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and run.poll() is None and all(
+            p.stat().st_mtime_ns == stamps.get(p.name) for p in ledger.glob("*.json")):
+        for folder, copy in ours(exchange).items():
+            seen.add(folder)
+            with contextlib.suppress(FileNotFoundError):
+                # A job's copy (in its scratch folder); the worker's prepared copy is
+                # listable for a moment while nbgrader prepares it (worker.py makes it
+                # 0755), though nothing in it can be read.
+                if copy != folder and copy.stat().st_mode & 0o004:
+                    readable.add(f"{copy} is listable by others")
+            readable.update(others_can_read(folder))
+        time.sleep(0.2)
+    assert run.poll() is None, run.communicate()[1][-2000:]
+    os.killpg(run.pid, signal.SIGINT)
+    stopped = time.monotonic()
+    try:
+        _, stderr = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        pytest.fail("one Ctrl-C did not end course-grade within 60 s")
+    took = time.monotonic() - stopped
+    assert run.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-2000:]
+    assert "graded in this run are kept" in stderr
+    assert took < 30, took
+    assert seen, "saw no copy of the course while it graded"
+    assert readable == set()
+    time.sleep(1)
+    assert [str(p) for p in seen if p.exists()] == [] and ours(exchange) == {}
