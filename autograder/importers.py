@@ -34,7 +34,7 @@ from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
 from autograder import safefiles
-from autograder.config import file_limits, load_course_config
+from autograder.config import exchange_config, file_limits, load_course_config
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 
@@ -172,7 +172,7 @@ def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import ExchangeFactory
 
-    config = load_course_config(course_root)
+    config = exchange_config(course_root)  # the exchange plain nbgrader finds
     config.CourseDirectory.assignment_id = assignment
     config.ExchangeFactory.collect = SafeExchangeCollect
     collect = ExchangeFactory(config=config).Collect(

@@ -295,3 +295,27 @@ def test_an_lms_prefix_other_than_the_assignment_id_is_configured(course, tmp_pa
     config.write_text(config.read_text() + "\nc.LmsNames.assignment_prefix = 'Homework 1'\n")
     assert importers.import_zip(course, "gpu_tensors", download) == []
     assert [p.name for p in (course / "submitted").iterdir()] == ["stu_ada"]
+
+
+def test_collect_finds_the_exchange_that_plain_nbgrader_finds(course, tmp_path, monkeypatch):
+    """`c.Exchange.root` set for everyone in /etc/jupyter/nbgrader_config.py (here: a folder
+    on JUPYTER_CONFIG_PATH) is the exchange `course-grade --collect` collects from, as
+    plain `nbgrader collect` does; the course's own setting wins over it."""
+    exchange = tmp_path / "exchange"
+    stamp = "2024-03-01 10:00:00.000000 UTC"
+    inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound" / f"ada+gpu_tensors+{stamp}+x1"
+    inbound.mkdir(parents=True)
+    (inbound / "gpu_tensors.ipynb").write_bytes(NB)
+    system = tmp_path / "etc-jupyter"
+    system.mkdir()
+    (system / "nbgrader_config.py").write_text(f"c.Exchange.root = {str(exchange)!r}\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(system))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "home-jupyter"))  # none there
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
+                                               + "\nc.ExchangeCollect.check_owner = False\n")
+    assert importers.import_exchange(course, "gpu_tensors") == []
+    assert (course / "submitted" / "ada" / "gpu_tensors" / "gpu_tensors.ipynb").is_file()
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
+                                               + f"\nc.Exchange.root = {str(tmp_path / 'none')!r}\n")
+    with pytest.raises(importers.ImportFailed):
+        importers.import_exchange(course, "gpu_tensors")
