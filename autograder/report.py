@@ -91,6 +91,23 @@ def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> 
             for o in outcomes]
 
 
+def with_manual_grades(course_root: Path, assignment: str, students) -> list[str]:
+    """Those of ``students`` whose submission has a manual score or comment (formgrader)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = []
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        for student in sorted(students):
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            if any(g.manual_score is not None for nb in submission.notebooks for g in nb.grades) \
+                    or any(c.manual_comment for nb in submission.notebooks for c in nb.comments):
+                found.append(student)
+    return found
+
+
 def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None:
     """nbgrader's own CSV export of these assignments: a row per student and assignment."""
     from nbgrader.api import Gradebook

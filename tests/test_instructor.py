@@ -462,6 +462,13 @@ def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
         assert {r["student_id"]: float(r["score"]) for r in csv.DictReader(f)}["cg19cy"] == 1.5
     page = (course / "feedback" / "cg19cy" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "1.5" in page
+    # Graded again, cy keeps the manual grade, and the run says the new page lacks it.
+    run = ok(course_grade(course, "--student", "cg19cy", "--force"))
+    assert "cg19cy had manual grades" in run.stderr and "--report-only" in run.stderr
+    assert report(course)["cg19cy"]["score"] == 1.5
+    assert "manual grades" not in ok(course_grade(course, "--student", "cg19ada",
+                                                  "--force")).stderr
+    ok(course_grade(course, "--report-only"))
 
 
 @needs_root
