@@ -27,7 +27,7 @@ from autograder import importers, inbox
 from autograder.config import grading_config
 from autograder.grade import InstructorError, check_ready, grade_assignment, recorded_outcomes
 from autograder.report import (export_canvas, export_grades, from_gradebook, summary_table,
-                               write_class_report, write_report)
+                               with_manual_grades, write_class_report, write_report)
 
 
 def parse_args(argv):
@@ -82,9 +82,18 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     course = args.course.resolve()
     try:
-        return run(args, course)
+        status = run(args, course)
     finally:
         give_to_course_owner(course)
+    if status == 130:
+        # Interrupted: the grading pool's threads may be blocked for good (writing jobs to
+        # workers that are gone), and Python's exit would wait for them. What was graded is
+        # committed and the message is said: end now.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(130)
+    return status
 
 
 def give_to_course_owner(course: Path) -> None:
@@ -151,7 +160,24 @@ def run(args, course: Path) -> int:
         print(summary_table(outcomes))
         print(f"report: {report_json}\nclass report: {page}")
     print(f"\ngrades: {grades}\nfeedback: {course / 'feedback'}")
+    if not args.report_only:
+        warn_of_manual_grades(course, graded)
     return 0
+
+
+def warn_of_manual_grades(course: Path, graded: dict[str, list[dict]]) -> None:
+    """A submission graded again keeps its manual grades in the gradebook (and so in
+    grades.csv and the reports), but its new feedback page was made from the automatic
+    scores: say so, before the instructor releases it."""
+    for assignment, outcomes in graded.items():
+        students = with_manual_grades(course, assignment, [
+            o["student_id"] for o in outcomes if o.get("this_run") == "graded"])
+        if students:
+            print(f"course-grade: NOTE: {', '.join(students)} had manual grades in "
+                  f"formgrader; the gradebook, grades.csv and the reports keep them, but "
+                  f"their new feedback pages show only the automatic scores. Run "
+                  f"`course-grade {assignment} --report-only` before `nbgrader "
+                  f"release_feedback {assignment}`.", file=sys.stderr)
 
 
 def all_assignments(course: Path) -> list[str]:

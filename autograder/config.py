@@ -26,6 +26,34 @@ def load_course_config(course_root: Path) -> Config:
     return config
 
 
+def jupyter_config() -> Config:
+    """The ``nbgrader_config.py`` files of Jupyter's config path, merged as nbgrader's apps
+    merge them: /etc/jupyter (and the other system folders) below the environment's, below
+    ~/.jupyter (``JUPYTER_CONFIG_DIR``). nbgrader then loads the course folder's file over
+    them; ``exchange_config`` does the same."""
+    import os
+
+    from jupyter_core.paths import jupyter_config_dir, jupyter_config_path
+
+    paths = jupyter_config_path()
+    if jupyter_config_dir() not in paths:
+        paths.insert(0, jupyter_config_dir())
+    config = Config()
+    for folder in reversed(paths):  # the first has the last word
+        if os.path.isfile(os.path.join(folder, CONFIG_FILE)):
+            config.merge(PyFileConfigLoader(CONFIG_FILE, path=folder).load_config())
+    return config
+
+
+def exchange_config(course_root: Path) -> Config:
+    """The config ``--collect`` uses: what plain ``nbgrader collect`` run in the course
+    folder reads (Jupyter's config path, then the course's file), so both find the same
+    exchange (``c.Exchange.root``, e.g. set for everyone in /etc/jupyter)."""
+    config = jupyter_config()
+    config.merge(load_course_config(course_root))
+    return config
+
+
 def gradebook_url(config: Config, course_root: Path) -> str:
     url = config.CourseDirectory.get("db_url") or f"sqlite:///{Path(course_root).resolve()}/gradebook.db"
     if url.startswith("sqlite") and "timeout=" not in url:

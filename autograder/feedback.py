@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import bleach
 from bs4 import BeautifulSoup
 from jinja2 import BytecodeCache
 from nbconvert.exporters import HTMLExporter, TemplateExporter
@@ -188,6 +189,27 @@ class _Memo:
 _CLEANED = _Memo()
 
 
+# What a markdown cell renders to (mistune's headings with their ids and anchor links,
+# paragraphs, code, tables, sub/superscripts...), and nothing that runs or loads: no
+# script, no style, no event handler, no image or frame. nbconvert's ``clean_html`` keeps
+# only bleach's short inline list, so every heading and paragraph of a page was shown as
+# escaped tags. Links keep bleach's safe protocols (no ``javascript:``).
+MARKDOWN_TAGS = sorted({*bleach.ALLOWED_TAGS, "h1", "h2", "h3", "h4", "h5", "h6", "p", "br",
+                        "hr", "sup", "sub", "pre", "code", "span", "div", "table", "thead",
+                        "tbody", "tr", "th", "td", "del", "s", "dl", "dt", "dd", "kbd",
+                        "details", "summary"})
+MARKDOWN_ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"],
+                       "a": ["href", "title", "class"], "th": ["align"], "td": ["align"]}
+
+
+def clean_markdown_html(element) -> str:
+    """A rendered markdown cell, cleaned by bleach with ``MARKDOWN_TAGS``: markdown's own
+    HTML stays, anything else a student wrote is escaped."""
+    text = element.decode() if isinstance(element, bytes) else str(element)
+    return _CLEANED.get(("markdown", text), lambda: bleach.clean(
+        text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES), len(text))
+
+
 def remembered_clean_html(element):
     """nbconvert's ``clean_html`` filter (bleach, fixed settings), remembered."""
     if not isinstance(element, str):
@@ -257,6 +279,7 @@ class FeedbackExporter(HTMLExporter):
         self.register_filter("highlight_code", highlight_code)
         self.register_filter("filter_data_type", filter_data_type)
         self.register_filter("clean_html", remembered_clean_html)
+        self.register_filter("clean_markdown_html", clean_markdown_html)
         html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         if "<img" not in html:
             return html, resources
@@ -275,6 +298,10 @@ def configure_feedback(config) -> None:
     config.GenerateFeedback.preprocessors = [HideHiddenTests, BoundedMarkup, SafeOutputMetadata,
                                              RememberedSanitizeHTML, *defaults]
     config.SanitizeHTML.enabled = True
+    # Markdown sources may hold the HTML markdown allows (an instructor's <sup>); the same
+    # list as the rendered page's, so what survives one pass survives the other.
+    config.SanitizeHTML.tags = list(MARKDOWN_TAGS)
+    config.SanitizeHTML.attributes = dict(MARKDOWN_ATTRIBUTES)
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     config.GenerateFeedback.exporter_class = FeedbackExporter
     exporter = config.GenerateFeedback.HTMLExporter

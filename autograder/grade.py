@@ -19,6 +19,10 @@ import multiprocessing
 import os
 import re
 import secrets
+import shutil
+import signal
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -134,7 +138,7 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
         else:
             workers = _workers(executor) if executor is not None else 1
         return _grade_class(course_root, assignment, submitted, files_of_course, sandbox, force,
-                            gpu, executor, workers, on_result, progress)
+                            gpu, executor, workers, on_result, progress, students)
 
 
 # What the grader says about itself, not the submission: graded again on the next run.
@@ -146,7 +150,10 @@ def _retried(entry: dict) -> bool:
 
 def _grade_class(course_root: Path, assignment: str, submitted: list[str],
                  files_of_course: CourseFiles, sandbox: bool, force: bool, gpu: bool,
-                 executor, workers: int, on_result, progress) -> list[dict]:
+                 executor, workers: int, on_result, progress,
+                 students: set[str] | None = None) -> list[dict]:
+    """``students``: the only students whose gradebook rows this run may touch (--student);
+    None: the whole class."""
     config = grading_config(course_root)
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
@@ -174,16 +181,20 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
         files, notes = inbox.without_copies(files, notebooks)
         to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
     waiting = {job.student for job in to_grade}
-    for entry in ledger.entries():  # import problems: no submitted folder to grade
-        if entry["student_id"] not in outcomes and entry["student_id"] not in waiting:
-            outcomes[entry["student_id"]] = {**entry, "this_run": "import"}
-            _zero_submission(course_root, assignment, entry["student_id"])
+    for entry in ledger.entries():
+        student = entry["student_id"]
+        if student in outcomes or student in waiting:
+            continue
+        if students is not None and student not in students:
+            # Not chosen (--student): what the ledger and the gradebook say stays.
+            outcomes[student] = {**entry, "this_run": "unchanged"}
+            continue
+        outcomes[student] = {**entry, "this_run": "import"}  # no submitted folder to grade
+        _zero_submission(course_root, assignment, student)
     for student in roster(course_root):
         if student not in outcomes and student not in waiting:
             outcomes[student] = fates.Outcome(
                 student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict()
-    for entry in ledger.entries():  # the students not graded this run (--student)
-        outcomes.setdefault(entry["student_id"], {**entry, "this_run": "unchanged"})
 
     if progress is not None:
         progress.reset(total=len(to_grade))
@@ -207,16 +218,23 @@ class LocalPool:
     that dies (killed for memory, say) breaks a ``ProcessPoolExecutor`` for good, and
     with it every job in flight."""
 
+    # Seconds a worker told to stop (Ctrl-C) has to remove its folders before it is killed.
+    STOP_GRACE = 10
+
     def __init__(self, workers: int, files_of_course: CourseFiles):
         self.workers, self.files_of_course = max(1, workers), files_of_course
+        self.killed = False
+        self.context = multiprocessing.get_context("spawn")
+        self.stop = self.context.Event()  # set: every worker cleans up and exits
         self.executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
         # Started at once: each worker imports nbgrader and prepares its private course
         # while the coordinator checks the inbox (a pool starts its processes only when
         # work arrives, so each gets a no-op).
-        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=init_worker, initargs=(self.files_of_course,))
+        pool = ProcessPoolExecutor(self.workers, mp_context=self.context,
+                                   initializer=init_pool_worker,
+                                   initargs=(self.files_of_course, self.stop))
         for _ in range(self.workers):
             pool.submit(os.getpid)
         return pool
@@ -229,13 +247,78 @@ class LocalPool:
         self.executor = self._start()
 
     def shutdown(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        if not self.killed:  # a killed pool's threads may never finish: nobody waits
+            self.executor.shutdown(wait=True, cancel_futures=True)
 
     def kill(self) -> None:
-        """End every worker now (Ctrl-C): the jobs in flight go, what is recorded stays."""
-        for process in list(getattr(self.executor, "_processes", {}).values()):
-            process.kill()
+        """End every worker now (Ctrl-C): the jobs in flight go, what is recorded stays.
+        Each worker is told to stop (``stop``) and removes its copies of the course (source,
+        hidden tests, gradebook, submissions) and its kernels; one that has not within
+        ``STOP_GRACE`` seconds is killed. Nothing waits on the pool's threads, which may be
+        stuck writing jobs to a pipe nobody reads: the caller ends the process."""
+        self.killed = True
+        with contextlib.suppress(ValueError):  # a second Ctrl-C must not cut this short
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        processes = list((getattr(self.executor, "_processes", None) or {}).values())
+        self.stop.set()
+        deadline = time.monotonic() + self.STOP_GRACE
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.join(max(0.0, deadline - time.monotonic()))
+        for process in processes:
+            with contextlib.suppress(Exception):
+                if process.is_alive():
+                    process.kill()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def init_pool_worker(files_of_course: CourseFiles | None = None, stop=None) -> None:
+    """A local pool's initializer: the worker's own (``init_worker``), with its files in
+    /tmp private, and a thread that cleans up and ends the worker once ``stop`` is set.
+
+    A thread, not a signal handler: Python runs handlers in the main thread only, which
+    may be blocked for good on a kernel that Ctrl-C killed."""
+    # What the worker writes in /tmp (its copies of the course: solutions, hidden tests, a
+    # gradebook, the submission, the autograded notebook) is nobody else's to read. What
+    # the kernels, which run as other users, must read is written by
+    # ``safefiles.write_tree`` with its own modes; they only pass through the course
+    # copy's folder to their test files (the source's data, no secret).
+    os.umask(0o077)
+    init_worker(files_of_course)
+    from autograder import worker
+
+    for folder in worker._PREPARED.values():
+        folder.chmod(0o711)
+    # Ctrl-C reaches the whole process group: the coordinator says what was kept and stops
+    # the workers; what their dying kernels' tasks print meanwhile is noise.
+    signal.signal(signal.SIGINT, _quiet)
+    if stop is not None:
+        threading.Thread(target=_stop_when_told, args=(stop,), daemon=True,
+                         name="course-grade-stop").start()
+
+
+def _quiet(*_) -> None:
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+
+
+def _stop_when_told(stop) -> None:
+    """Remove this worker's copies of the course and its test kernels' folders, end its
+    test kernels (its student kernels die with it: PR_SET_PDEATHSIG), and exit."""
+    from autograder import testkernel, worker
+
+    stop.wait()
+    _quiet()
+    for folder in [*worker._SCRATCH.values(), *worker._PREPARED.values()]:
+        shutil.rmtree(folder, ignore_errors=True)
+    for kernel in list(testkernel._TEMPLATES.values()):
+        with contextlib.suppress(Exception):
+            km = kernel.km
+            if km is not None and km.provisioner is not None and km.provisioner.pid:
+                testkernel.kill_tree(km.provisioner.pid)
+        if kernel.folder is not None:
+            shutil.rmtree(kernel.folder, ignore_errors=True)
+    os._exit(128 + signal.SIGTERM)
 
 
 @contextlib.contextmanager

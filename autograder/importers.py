@@ -34,7 +34,7 @@ from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
 from autograder import safefiles
-from autograder.config import file_limits, load_course_config
+from autograder.config import exchange_config, file_limits, load_course_config
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 
@@ -172,7 +172,7 @@ def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import ExchangeFactory
 
-    config = load_course_config(course_root)
+    config = exchange_config(course_root)  # the exchange plain nbgrader finds
     config.CourseDirectory.assignment_id = assignment
     config.ExchangeFactory.collect = SafeExchangeCollect
     collect = ExchangeFactory(config=config).Collect(
@@ -201,6 +201,10 @@ class LmsNames(Configurable):
 
 ATTEMPT = re.compile(r"_attempt_(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_"
                      r"(?P<file_id>.+)$")
+# Blackboard's record of an attempt (its comments, the names of the files): the LMS's own
+# ``<prefix>_<student>_attempt_<date>.txt``, beside the files, never a student's file
+# (those follow the date after a "_").
+ATTEMPT_RECORD = re.compile(r"_attempt_[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3}\.txt$")
 
 
 class EntryNames:
@@ -273,6 +277,8 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
         entries = [e for e in archive.infolist() if not e.is_dir()]
         for number, entry in enumerate(entries):
             name = entry.filename
+            if ATTEMPT_RECORD.search(Path(name).name):
+                continue  # Blackboard's attempt record: nothing of the student's to grade
             info = names.parse(name)
             student = info.get("student_id", "") if info else ""
             if student and not valid_student_id(student):
@@ -434,7 +440,7 @@ def replace_folder(dest: Path, files: dict[str, bytes]) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=".incoming-", dir=dest.parent))
     shutil.rmtree(fresh)
-    safefiles.write_tree(fresh, files)
+    safefiles.write_tree(fresh, files, mode=0o644 & ~safefiles.umask())  # as the user's umask says
     if dest.is_symlink() or dest.is_file():
         dest.unlink()
     elif dest.exists():

@@ -15,6 +15,7 @@ from pathlib import Path
 from traitlets import Dict, Unicode
 from traitlets.config import Configurable
 
+from autograder import fates
 from autograder.config import grading_config
 from autograder.fates import FATES
 
@@ -65,11 +66,46 @@ def gradebook_scores(course_root: Path, assignment: str) -> dict[str, dict]:
     return out
 
 
+# A submission that came but got no grade: the grader failed on it, or it held no notebook
+# or an invalid one. Every export leaves its score blank (an LMS keeps what it has, as for
+# a missing submission) and the report says why; a 0 would read as a grade.
+UNGRADED = (fates.ERROR, fates.NO_NOTEBOOK, fates.INVALID_NOTEBOOK)
+
+
+def ungraded(course_root: Path, assignment: str) -> dict[str, str]:
+    """Student -> fate, for each submission the ledger says got no grade (``UNGRADED``)."""
+    from autograder.ledger import Ledger
+
+    return {e["student_id"]: e["fate"] for e in Ledger(course_root, assignment).entries()
+            if e.get("fate") in UNGRADED}
+
+
 def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> list[dict]:
     """The outcomes with the gradebook's scores: what every report and export shows."""
     scores = gradebook_scores(course_root, assignment)
-    return [{**o, **scores[o["student_id"]]} if o["student_id"] in scores else o
+    none = ungraded(course_root, assignment)
+    # An ungraded submission keeps the outcome's own score (none for a grader's error):
+    # the gradebook's 0 for it is no grade, and the class report leaves it out.
+    return [{**o, "max_score": None} if o["student_id"] in none
+            else {**o, **scores[o["student_id"]]} if o["student_id"] in scores else o
             for o in outcomes]
+
+
+def with_manual_grades(course_root: Path, assignment: str, students) -> list[str]:
+    """Those of ``students`` whose submission has a manual score or comment (formgrader)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = []
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        for student in sorted(students):
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            if any(g.manual_score is not None for nb in submission.notebooks for g in nb.grades) \
+                    or any(c.manual_comment for nb in submission.notebooks for c in nb.comments):
+                found.append(student)
+    return found
 
 
 def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None:
@@ -90,11 +126,20 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
     with open(dest, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         fields, rows = list(reader.fieldnames or []), list(reader)
+    none = {a: ungraded(course_root, a) for a in assignments}
+    listed = {(row["assignment"], row["student_id"]) for row in rows}
+    for assignment in assignments:  # every ungraded submission has its (blank) row
+        for student in sorted(none[assignment]):
+            if (assignment, student) not in listed:
+                rows.append({"assignment": assignment, "student_id": student})
     for row in rows:
         asked = per_student.get(row["assignment"], {}).get(row["student_id"], {})
         for name in names:
             value = asked.get("questions", {}).get(name)
             row[name] = "" if value is None else f"{value:g}"
+        if row["student_id"] in none.get(row["assignment"], {}):
+            for name in ("raw_score", "late_submission_penalty", "score", *names):
+                row[name] = ""
     with open(dest, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fields + names)
         writer.writeheader()
@@ -120,7 +165,8 @@ class CanvasExport(Configurable):
 def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path:
     """The grades in the CSV form Canvas's gradebook import accepts: after the late penalty;
     for a student with no submission, 0 once the assignment is out (someone has submitted,
-    and its due date, if any, is past), else an empty cell, which Canvas leaves alone."""
+    and its due date, if any, is past), else an empty cell, which Canvas leaves alone; for
+    a submission that got no grade (``UNGRADED``), an empty cell too."""
     from datetime import datetime, timezone
 
     from nbgrader.api import Gradebook, MissingEntry
@@ -128,6 +174,7 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
     config = grading_config(course_root)
     headers = CanvasExport(config=config).columns
     now = datetime.now(timezone.utc).replace(tzinfo=None)
+    none = {a: ungraded(course_root, a) for a in assignments}
     with Gradebook(config.CourseDirectory.db_url) as gb:
         found = [gb.find_assignment(a) for a in assignments]
         points = [a.max_score for a in found]
@@ -139,6 +186,9 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
             name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
             scores = []
             for assignment, due in zip(assignments, released):
+                if student.id in none[assignment]:  # came, but no grade: Canvas keeps its own
+                    scores.append("")
+                    continue
                 try:
                     submission = gb.find_submission(assignment, student.id)
                 except MissingEntry:

@@ -121,3 +121,40 @@ def test_big_markup_is_cleaned_but_not_remembered():
     big = "<p onclick='x()'>" + "y" * (_CLEANED.MAX_CHARS + 1) + "</p>"
     assert remembered_clean_html(big) == clean_html(big)
     assert big not in _CLEANED.entries
+
+
+def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
+    """nbgrader's feedback page through the course's config (``configure_feedback``): an
+    instructor's markdown heading, paragraph, <sup> and code are real elements, while a
+    student's <script>, event handler and javascript: link in a markdown cell are not."""
+    from bs4 import BeautifulSoup
+    from traitlets.config import Config
+
+    from autograder.feedback import FeedbackExporter, RememberedSanitizeHTML, configure_feedback
+
+    config = Config()
+    configure_feedback(config)
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Question 2: moving tensors\n\nA GPU does 10<sup>12</sup>"
+                                      " operations a second; call `x.to('cuda')`."),
+        nbformat.v4.new_markdown_cell('My answer <script>alert("owned")</script>'
+                                      '<b onclick="steal()">bold</b> [link](javascript:steal())'
+                                      '<img src=x onerror="steal()"><iframe src="javascript:steal()">'
+                                      '</iframe>'),
+    ])
+    nb, resources = RememberedSanitizeHTML(config=config).preprocess(nb, {})
+    exporter = FeedbackExporter(config=Config({"HTMLExporter": config.GenerateFeedback.HTMLExporter}))
+    html, _ = exporter.from_notebook_node(nb, resources={
+        "nbgrader": {"notebook": "gpu_tensors", "score": 1, "max_score": 2, "late_penalty": 0}})
+    page = BeautifulSoup(html, features="html.parser")
+    heading = page.find("h2", id=lambda i: i and i.startswith("Question-2"))
+    assert heading is not None and "Question 2: moving tensors" in heading.get_text()
+    assert page.find("sup", string="12") is not None
+    assert page.find("code", string="x.to('cuda')") is not None
+    assert any("A GPU does" in p.get_text() for p in page.find_all("p"))
+    assert "&lt;h2" not in html and "&lt;p&gt;" not in html
+    body = page.find("body")
+    assert not [s for s in body.find_all("script") if "owned" in s.get_text()]
+    assert "alert" in body.get_text()  # escaped, shown as the text the student wrote
+    assert not body.find_all(attrs={"onclick": True}) and not body.find_all(["img", "iframe"])
+    assert not [a for a in body.find_all("a") if "javascript" in (a.get("href") or "")]

@@ -51,6 +51,21 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
     assert stamp.startswith("2024-03-02 00:00:00")
 
 
+def test_blackboards_attempt_records_are_skipped_without_a_warning(course, tmp_path):
+    """Blackboard puts a ``<prefix>_<student>_attempt_<date>.txt`` beside each attempt's
+    files: it is the LMS's, not a misnamed submission, and is neither imported nor warned
+    about; a student's own .txt after the date is still theirs."""
+    entries = [("gpu_tensors_ada_attempt_2026-12-01-10-00-00.txt", b"Name: Ada\n"),
+               ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_gpu_tensors.ipynb", NB),
+               ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_notes.txt", b"mine")]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert problems == []
+    folder = course / "submitted" / "ada" / "gpu_tensors"
+    assert (folder / "notes.txt").read_bytes() == b"mine"
+    assert sorted(p.name for p in folder.iterdir()) == ["gpu_tensors.ipynb", "notes.txt",
+                                                        "timestamp.txt"]
+
+
 def test_one_students_entries_cannot_use_up_the_others_budget(course, tmp_path):
     """A submission may hold nbgrader's max_dir_size; past it only that student's entries
     are refused, and an older copy of theirs is never graded in place of the refused one."""
@@ -280,3 +295,27 @@ def test_an_lms_prefix_other_than_the_assignment_id_is_configured(course, tmp_pa
     config.write_text(config.read_text() + "\nc.LmsNames.assignment_prefix = 'Homework 1'\n")
     assert importers.import_zip(course, "gpu_tensors", download) == []
     assert [p.name for p in (course / "submitted").iterdir()] == ["stu_ada"]
+
+
+def test_collect_finds_the_exchange_that_plain_nbgrader_finds(course, tmp_path, monkeypatch):
+    """`c.Exchange.root` set for everyone in /etc/jupyter/nbgrader_config.py (here: a folder
+    on JUPYTER_CONFIG_PATH) is the exchange `course-grade --collect` collects from, as
+    plain `nbgrader collect` does; the course's own setting wins over it."""
+    exchange = tmp_path / "exchange"
+    stamp = "2024-03-01 10:00:00.000000 UTC"
+    inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound" / f"ada+gpu_tensors+{stamp}+x1"
+    inbound.mkdir(parents=True)
+    (inbound / "gpu_tensors.ipynb").write_bytes(NB)
+    system = tmp_path / "etc-jupyter"
+    system.mkdir()
+    (system / "nbgrader_config.py").write_text(f"c.Exchange.root = {str(exchange)!r}\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(system))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "home-jupyter"))  # none there
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
+                                               + "\nc.ExchangeCollect.check_owner = False\n")
+    assert importers.import_exchange(course, "gpu_tensors") == []
+    assert (course / "submitted" / "ada" / "gpu_tensors" / "gpu_tensors.ipynb").is_file()
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
+                                               + f"\nc.Exchange.root = {str(tmp_path / 'none')!r}\n")
+    with pytest.raises(importers.ImportFailed):
+        importers.import_exchange(course, "gpu_tensors")

@@ -10,6 +10,7 @@ back through the exchange, and each student fetches only their own page. The che
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import json
@@ -114,6 +115,54 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
 
 
+def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(
+        tmp_path):
+    """eve's grading failed (fate error), dave sent no notebook, erin an invalid one: no
+    export gives them a 0 (which would overwrite the LMS's grade); both grades.csv and
+    grades-canvas.csv have their row with an empty score, and report.csv says why. ada's
+    grade and fay's missing submission (0 once the unit is out) are as before."""
+    from nbgrader.api import Gradebook
+
+    from autograder.fates import Outcome
+    from autograder.ledger import Ledger
+    from autograder.report import export_canvas, export_grades, from_gradebook, write_report
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_assignment(ASSIGNMENT, duedate=datetime.datetime(2024, 3, 1))
+        for student in ("ada", "dave", "eve", "erin", "fay"):
+            gb.add_student(student)
+        for student in ("ada", "dave", "eve", "erin"):  # _zero_submission leaves such rows
+            gb.add_submission(ASSIGNMENT, student)
+    ledger = Ledger(course, ASSIGNMENT)
+    outcomes = [Outcome("ada", "graded", 0.0, 0.0).as_dict(),
+                Outcome("dave", "no notebook", 0.0, None, ["no gpu_tensors.ipynb"]).as_dict(),
+                Outcome("eve", "error", None, None, ["nbgrader autograde failed: X"]).as_dict(),
+                Outcome("erin", "invalid notebook", 0.0, None, ["not JSON"]).as_dict()]
+    for outcome in outcomes:
+        ledger.put(outcome)
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    export_canvas(course, [ASSIGNMENT], course / "grades-canvas.csv")
+    write_report(from_gradebook(course, ASSIGNMENT, outcomes), course / "reports")
+    with open(course / "grades.csv", newline="") as f:
+        grades = {r["student_id"]: r for r in csv.DictReader(f)}
+    with open(course / "grades-canvas.csv", newline="") as f:
+        canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
+    with open(course / "reports" / "report.csv", newline="") as f:
+        reported = {r["student_id"]: r for r in csv.DictReader(f)}
+    for student, fate in (("dave", "no notebook"), ("eve", "error"), ("erin", "invalid notebook")):
+        assert grades[student]["score"] == "" and grades[student]["raw_score"] == "", student
+        assert grades[student]["Question 1"] == "", student
+        assert canvas[student] == "", student
+        assert reported[student]["fate"] == fate and reported[student]["max_score"] == "", student
+    assert reported["eve"]["score"] == ""  # no grade, not the gradebook's 0
+    assert reported["eve"]["details"] == "nbgrader autograde failed: X"
+    assert float(grades["ada"]["score"]) == 0 and canvas["ada"] == "0"
+    assert float(grades["fay"]["score"]) == 0 and canvas["fay"] == "0"
+
+
 # -- the life cycle -----------------------------------------------------------------------
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="real Unix students need root and useradd")
@@ -188,6 +237,29 @@ def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
     os.killpg(run.pid, signal.SIGINT)
     stdout, stderr = run.communicate(timeout=120)
     return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
+
+
+def every_score(course: Path) -> dict[str, dict]:
+    """Each student's scores as the gradebook's grade rows, grades.csv, grades-canvas.csv
+    and the report have them."""
+    rows = sqlite3.connect(course / "gradebook.db").execute(
+        "SELECT student.id, base_cell.name, grade.auto_score FROM grade "
+        "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
+        "JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id "
+        "JOIN student ON submitted_assignment.student_id = student.id "
+        "JOIN base_cell ON grade.cell_id = base_cell.id").fetchall()
+    out = {s: {"cells": {}} for s in STUDENTS}
+    for student, cell, score in rows:
+        out[student]["cells"][cell] = score
+    with open(course / "grades.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            out[r["student_id"]]["grades.csv"] = float(r["score"]) if r["score"] else None
+    with open(course / "grades-canvas.csv", newline="") as f:
+        for r in list(csv.reader(f))[2:]:
+            out[r[3]]["canvas"] = r[5]
+    for student, o in report(course).items():
+        out[student]["report"] = o.get("score")
+    return out
 
 
 def forge(exchange: Path, course_id: str, forger: str, victim: str) -> None:
@@ -350,17 +422,26 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     `--student cg19cy --force` grades cy alone."""
     course, _, _, _ = life
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    before = every_score(course)
     bo = json.loads((ledger / "cg19bo.json").read_text())
     (ledger / "cg19bo.json").write_text(json.dumps(
         {**bo, "fate": "error", "details": ["grading worker failed: interrupted"]}))
-    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy"))
+    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy",
+                          "--export", "canvas"))
     outcomes = report(course)
     assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
     assert outcomes["cg19bo"]["fate"] == "graded" and set(outcomes) >= set(STUDENTS)
+    assert outcomes["cg19ada"]["this_run"] == "unchanged"
     # Graded again, a verdict about the submission is final: the next run leaves it.
     assert json.loads((ledger / "cg19bo.json").read_text())["fate"] == "graded"
-    run = ok(course_grade(course, "--student", "cg19cy", "--force"))
+    # ada, not chosen, keeps every score: in the gradebook's rows and in every export.
+    assert every_score(course)["cg19ada"] == before["cg19ada"]
+    run = ok(course_grade(course, "--student", "cg19cy", "--force", "--export", "canvas"))
     assert {s for s, o in report(course).items() if o["this_run"] == "graded"} == {"cg19cy"}
+    after = every_score(course)
+    for student in ("cg19ada", "cg19bo"):  # not chosen: nothing of theirs changed
+        assert after[student] == before[student], (student, before[student], after[student])
+    assert after["cg19ada"]["report"] == TOTAL and after["cg19ada"]["grades.csv"] == TOTAL
 
 
 @needs_root
@@ -381,6 +462,13 @@ def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
         assert {r["student_id"]: float(r["score"]) for r in csv.DictReader(f)}["cg19cy"] == 1.5
     page = (course / "feedback" / "cg19cy" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "1.5" in page
+    # Graded again, cy keeps the manual grade, and the run says the new page lacks it.
+    run = ok(course_grade(course, "--student", "cg19cy", "--force"))
+    assert "cg19cy had manual grades" in run.stderr and "--report-only" in run.stderr
+    assert report(course)["cg19cy"]["score"] == 1.5
+    assert "manual grades" not in ok(course_grade(course, "--student", "cg19ada",
+                                                  "--force")).stderr
+    ok(course_grade(course, "--report-only"))
 
 
 @needs_root
@@ -403,6 +491,10 @@ def test_no_student_work_or_grade_can_be_committed(life):
     try:
         shutil.copytree(course, repo / "course", symlinks=True)
         shutil.copy(ROOT / ".gitignore", repo / "course" / ".gitignore")
+        # What the README has an instructor keep there: an LMS download, a --folder inbox.
+        (repo / "course" / "submissions.zip").write_bytes(b"PK")
+        (repo / "course" / "incoming").mkdir()
+        (repo / "course" / "incoming" / "ada.ipynb").write_text("{}")
         ok(subprocess.run(["git", "init", "-q"], cwd=repo / "course", capture_output=True))
         listed = ok(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                                    cwd=repo / "course", capture_output=True, text=True)).stdout
@@ -412,3 +504,88 @@ def test_no_student_work_or_grade_can_be_committed(life):
                 (".gitignore", "nbgrader_config.py", "source", "release")] == []
     finally:
         shutil.rmtree(repo, ignore_errors=True)
+
+
+SECRETS = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db",
+           "nbgrader_config.py")
+
+
+def others_can_read(top: Path) -> list[str]:
+    """What in ``top`` holds the course's secrets (solutions, hidden tests, a gradebook,
+    submissions) and another user could read: every folder on the way open to others
+    (o+x), the file itself o+r (or a folder listable, o+r)."""
+    found = []
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = Path(folder, name)
+            rel = path.relative_to(top)
+            if not any(part in SECRETS for part in rel.parts):
+                continue
+            ancestors = [top, *[top / p for p in list(rel.parents)[:-1][::-1]]]
+            with contextlib.suppress(FileNotFoundError):
+                if all(a.stat().st_mode & 0o001 for a in ancestors) \
+                        and path.lstat().st_mode & 0o004:
+                    found.append(str(path))
+    return found
+
+
+def ours(exchange: Path) -> dict[Path, Path]:
+    """The grader's folders in /tmp that hold a copy of this course (its config names this
+    course's exchange; other test runs on the machine make folders of their own there),
+    each with the folder of the copy itself."""
+    mine = {}
+    for folder in Path("/tmp").glob("cg-*"):
+        if folder.name.startswith("cg-life-"):  # this module's own class
+            continue
+        for config in (folder / "nbgrader_config.py", folder / "course" / "nbgrader_config.py"):
+            with contextlib.suppress(OSError):
+                if str(exchange) in config.read_text():
+                    mine[folder] = config.parent
+    return mine
+
+
+@needs_root
+@pytest.mark.slow
+def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_course(life):
+    """Ctrl-C (SIGINT to the process group) while `--force -j 1` regrades the class: one
+    Ctrl-C ends course-grade within seconds, exit status 130, with the message and no
+    traceback. While it grades, nobody else can read the copies of the course a worker
+    makes in /tmp (source, hidden tests, gradebook, submissions); after it, none is left."""
+    course, exchange, _, _ = life
+    ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
+    stamps = {p.name: p.stat().st_mtime_ns for p in ledger.glob("*.json")}
+    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
+                            "--force", "-j", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen, readable = set(), set()
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and run.poll() is None and all(
+            p.stat().st_mtime_ns == stamps.get(p.name) for p in ledger.glob("*.json")):
+        for folder, copy in ours(exchange).items():
+            seen.add(folder)
+            with contextlib.suppress(FileNotFoundError):
+                # A job's copy (in its scratch folder); the worker's prepared copy is
+                # listable for a moment while nbgrader prepares it (worker.py makes it
+                # 0755), though nothing in it can be read.
+                if copy != folder and copy.stat().st_mode & 0o004:
+                    readable.add(f"{copy} is listable by others")
+            readable.update(others_can_read(folder))
+        time.sleep(0.2)
+    assert run.poll() is None, run.communicate()[1][-2000:]
+    os.killpg(run.pid, signal.SIGINT)
+    stopped = time.monotonic()
+    try:
+        _, stderr = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        pytest.fail("one Ctrl-C did not end course-grade within 60 s")
+    took = time.monotonic() - stopped
+    assert run.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-2000:]
+    assert "graded in this run are kept" in stderr
+    assert took < 30, took
+    assert seen, "saw no copy of the course while it graded"
+    assert readable == set()
+    time.sleep(1)
+    assert [str(p) for p in seen if p.exists()] == [] and ours(exchange) == {}
