@@ -38,7 +38,7 @@ from traitlets import Any, Integer, Unicode
 from autograder import fates, protocol, testkernel, testplan
 from autograder.fates import Event, Kind
 from autograder.outputs import OutputBudget, content_size, error_output
-from autograder.kernel import SandboxedKernelManager
+from autograder.student_kernels import ForkedKernelManager
 from autograder.sandbox import Sandbox
 
 INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
@@ -91,7 +91,7 @@ class TwoKernelExecute(Execute):
         config=True)
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        kwargs.setdefault("kernel_manager_class", ForkedKernelManager)
         super().__init__(*args, **kwargs)
         self.events: list[Event] = []
         self.reused_test_kernel = False
@@ -128,6 +128,9 @@ class TwoKernelExecute(Execute):
                 info = await self.async_wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
                 starting.__exit__(None, None, None)
+                if getattr(self.km, "without_template", None):
+                    self.events.append(Event(Kind.NO_TEMPLATE, where="student",
+                                             reason=self.km.without_template))
                 with clock.step("test kernel: fork (beyond the student's start)"):
                     session = await forking
                 if kernel.without_template:

@@ -60,7 +60,7 @@ class Kind(str, Enum):
     DIED = "died"                      # the student's kernel stopped; later cells scored 0
     OUTPUT_TRUNCATED = "output_truncated"
     TOO_COSTLY = "too_costly"          # an answer refused as too costly to check
-    NO_TEMPLATE = "no_template"        # its test kernel was started, not forked: why
+    NO_TEMPLATE = "no_template"        # a kernel (where: test, student) was started, not forked: why
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,8 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
         elif kind is Kind.TOO_COSTLY:
             details.append(f"an answer was too costly to check, and its test scored 0: {e.reason}")
         elif kind is Kind.NO_TEMPLATE:
-            details.append(f"its test kernel was started without a template: {e.reason}")
+            details.append(f"its {e.where or 'test'} kernel was started without a template: "
+                           f"{e.reason}")
         elif kind is Kind.OUTPUT_TRUNCATED:
             details.append(f"output over {e.limit:g} MB dropped")
     if timeouts:

@@ -278,7 +278,7 @@ class Watchdog(threading.Thread):
         breach = self._processes(int(threads))
         if breach:
             return breach
-        used_mb = (resident + tmpfs_bytes([p.pid for p in procs[1:]])) / 1e6
+        used_mb = (resident + tmpfs_bytes([p.pid for p in procs])) / 1e6
         if self.memory_mb and used_mb > self.memory_mb:
             # Resident sizes count shared pages in every process: only a count that shares
             # them out (a few ms a process, so only here) may call the breach.
@@ -316,8 +316,11 @@ class SandboxMixin(Configurable):
     ).tag(config=True)
     extra_env = List(Unicode(), help="NAME=VALUE pairs added to the kernel's environment.").tag(
         config=True)
-    template = Bool(False, help="Start a kernel template (autograder.kernel_template), which "
-                    "forks one kernel per request, instead of a kernel.").tag(config=True)
+    slot = Integer(0, help="The grading thread's slot: its own student-kernel template.").tag(
+        config=True)
+    template = Unicode("", help="A kind of kernel ('test', 'student'): start that kind's "
+                       "template (autograder.kernel_template), which forks one kernel per "
+                       "request, instead of a kernel.").tag(config=True)
 
     _watchdog: Watchdog | None = None
 
@@ -392,13 +395,19 @@ class SandboxMixin(Configurable):
         kw["stdout"] = kw["stderr"] = log
         kw["stdin"] = subprocess.DEVNULL
         if self.template:  # its requests come on stdin; it says it is ready on stdout
-            kw["env"][TEMPLATE_ENV] = "1"
+            kw["env"][TEMPLATE_ENV] = self.template
             kw["stdin"] = kw["stdout"] = subprocess.PIPE
         try:
             await super()._async_launch_kernel(command, **kw)
         finally:
             log.close()
-        self._watchdog = Watchdog(self.provisioner.pid, sandbox, self.events, self._group)
+        watched = sandbox
+        if self.template == "student":
+            # Each forked kernel has a watchdog of its own, whose events are its
+            # submission's; the template's keeps only the wall clock, so that it never
+            # kills a kernel first and leaves that kernel's fate unsaid.
+            watched = Sandbox(config=self.config, memory_mb=0, max_processes=0, max_cpus=0)
+        self._watchdog = Watchdog(self.provisioner.pid, watched, self.events, self._group)
         self._watchdog.start()
         if self.template:
             await self._wait_for_template()
@@ -425,17 +434,57 @@ class SandboxMixin(Configurable):
             await asyncio.sleep(0.02)
         raise RuntimeError(f"the kernel template was not ready in {SOCKET_WAIT} s: {self.start_log()}")
 
-    async def fork_kernel(self, connection: dict) -> str:
+    async def fork_kernel(self, connection: dict, staging: str = "") -> str:
         """Ask the template for a new kernel on ``connection`` (ipc ports and key that no
-        kernel has had) and wait for its sockets; return the host path of its ``ip``.
-        Any kernel it forked before is killed first: one child at a time."""
+        kernel has had), its files from the staging folder's subfolder ``staging``, and
+        wait for its sockets; return the host path of its ``ip``. Any kernel it forked
+        before is killed first, with every process it started: one child at a time."""
         self.end_forked_kernels()
+        self.template_said()
         stdin = self.provisioner.process.stdin
-        stdin.write((json.dumps({"connection": connection}) + "\n").encode())
+        request = {"connection": connection, **({"staging": staging} if staging else {})}
+        stdin.write((json.dumps(request) + "\n").encode())
         stdin.flush()
         ports = [connection[k] for k in ("shell_port", "iopub_port", "stdin_port",
                                          "control_port", "hb_port")]
-        return await self._sockets_of(connection["ip"], ports, "the forked kernel")
+        return await self._sockets_of(connection["ip"], ports, "the forked kernel",
+                                      skip=getattr(self, "_own_processes", None))
+
+    def template_said(self) -> dict:
+        """How the template's kernels ended, by their pid in the sandbox: what its
+        ``exit PID STATUS`` lines said so far (read without waiting)."""
+        exits = self.__dict__.setdefault("_exits", {})
+        out = getattr(getattr(self.provisioner, "process", None), "stdout", None)
+        if out is None:
+            return exits
+        said = self.__dict__.get("_said", b"")
+        while True:
+            try:
+                chunk = os.read(out.fileno(), 4096)
+            except (BlockingIOError, OSError, ValueError):
+                break
+            if not chunk:
+                break
+            said += chunk
+        *lines, said = said.split(b"\n")
+        self._said = said
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == b"exit":
+                exits[int(parts[1])] = int(parts[2])
+        return exits
+
+    def forked_kernel(self) -> psutil.Process | None:
+        """The kernel the template forked last (a child of the template itself)."""
+        own = getattr(self, "_own_processes", None) or {}
+        own_pids = {pid for pid, _ in own}
+        for p in self.forked_kernels():
+            try:
+                if p.ppid() in own_pids:
+                    return p
+            except psutil.NoSuchProcess:
+                continue
+        return None
 
     def forked_kernels(self) -> list:
         """The running processes of the template's tree that are not the template's own."""
@@ -464,9 +513,10 @@ class SandboxMixin(Configurable):
         self.ip = await self._sockets_of(self.ip, ports, "the kernel")
         self._own_processes = _tree(self.provisioner.pid)
 
-    async def _sockets_of(self, inside: str, ports, what: str) -> str:
+    async def _sockets_of(self, inside: str, ports, what: str, skip=None) -> str:
         """The host path of ``inside`` (the kernel's ``ip`` in its sandbox) once a socket
-        exists there for every port; an error if the process exits or time runs out."""
+        exists there for every port; an error if the process exits or time runs out.
+        ``skip``: processes of the tree that are not the kernel (a template's own)."""
         deadline = time.monotonic() + SOCKET_WAIT
         root, namespace = None, 0
         while time.monotonic() < deadline:
@@ -474,7 +524,7 @@ class SandboxMixin(Configurable):
             if not self.use_bwrap:
                 root = ""
             elif not _still_sandboxed(root, namespace):
-                root, namespace = _sandboxed_root(self.provisioner.pid)
+                root, namespace = _sandboxed_root(self.provisioner.pid, skip)
             if root is not None and all(_is_socket(f"{root}{inside}-{p}") for p in ports):
                 return f"{root}{inside}"
             process = getattr(self.provisioner, "process", None)
@@ -602,15 +652,19 @@ def is_running(p: psutil.Process) -> bool:
         return False
 
 
-def _sandboxed_root(pid: int) -> tuple[str | None, int]:
+def _sandboxed_root(pid: int, skip=None) -> tuple[str | None, int]:
     """/proc/<pid>/root of a process of the kernel's tree that lives in the sandbox's
-    mount namespace (not bwrap itself), and that namespace; None before there is one."""
+    mount namespace (not bwrap itself, nor a process in ``skip``: a template's own),
+    and that namespace; None before there is one."""
     ours = os.stat("/proc/self/ns/mnt").st_ino
+    skipped = {pid for pid, _ in (skip or {})}
     try:
         children = psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return None, 0
     for child in children:
+        if child.pid in skipped:
+            continue
         try:
             namespace = os.stat(f"/proc/{child.pid}/ns/mnt").st_ino
         except OSError:

@@ -25,7 +25,8 @@ UID_ENV = "COURSE_GRADE_UID"
 NEST_ENV = "COURSE_GRADE_NEST"
 # Outside the sandbox (course-grade --no-sandbox) the host names the two folders.
 DIRS_ENV = "COURSE_GRADE_DIRS"
-# Set: become a test kernel's template (``autograder.kernel_template``), not a kernel.
+# Set to a kind ("test", "student"): become that kind of kernel's template
+# (``autograder.kernel_template``), not a kernel.
 TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
 # A template's exit status when it had more than one thread before a fork.
 UNSAFE_TO_FORK = 3
@@ -92,10 +93,11 @@ def main() -> None:
         argv = nested_argv(nest) + [sys.executable, "-I", "-m", "autograder.kernel_entry",
                                     *sys.argv[1:]]
         os.execv(nest, argv)
-    if os.environ.pop(TEMPLATE_ENV, ""):
+    kind = os.environ.pop(TEMPLATE_ENV, "")
+    if kind:
         from autograder import kernel_template
 
-        kernel_template.serve()
+        kernel_template.serve(kind)
         return
     make_socket_folder(sys.argv)
     dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))

@@ -1,25 +1,36 @@
-"""A test kernel's template: one process that imports what every test kernel needs, never
-runs a cell, and forks a fresh test kernel for each submission.
+"""A kernel template: one process that imports what every kernel of its kind needs, never
+runs a cell, and forks a fresh kernel for each submission.
 
-Runs inside the test kernel's sandbox, after ``autograder.kernel_entry`` has applied the
+Two kinds (``PRELOAD``): a **test** kernel's template and a **student** kernel's template.
+Each runs inside its kernel's sandbox, after ``autograder.kernel_entry`` has applied the
 limits, dropped root and entered the second bubblewrap: its limits and identity are
 already the kernel's, and every child inherits them. It imports ipykernel, IPython,
-torch, NumPy and the grader's trusted side, so that a test kernel no longer pays for them
-per submission (``import torch`` alone is about 1.6 CPU s).
+torch and NumPy (and, for a test kernel, the grader's trusted side), so that no kernel
+pays for them per submission (``import torch`` alone is about 1.6 CPU s).
 
 Contract (the host's side is ``autograder.testkernel``):
 - The template says ``ready`` on its standard output (a pipe to the host) once it has
   imported what it preloads.
 - The host writes one request a line on the template's standard input, a JSON object
-  ``{"connection": {...}}``: a Jupyter connection file's contents (ipc transport, new
-  ports and a new key for every child). Only the grader holds that pipe.
+  ``{"connection": {...}, "staging": NAME}``: a Jupyter connection file's contents (ipc
+  transport, new ports and a new key for every child) and, optionally, the subfolder of
+  the read-only staging folder that holds this submission's files. Only the grader
+  holds that pipe.
 - For each request the template forks one child. The child empties the sandbox's
   writable folders (``/tmp``, ``/dev/shm``: whatever an earlier child left), fills its
-  working folder from the read-only staging folder, writes its connection file and
-  becomes an ipykernel. It serves one submission and is killed by the host after it.
+  working folder from the staging folder, writes its connection file and becomes an
+  ipykernel. It serves one submission and is killed by the host after it, with every
+  process it started (the host kills all of the template's tree but the template).
+- When a child ends, the template says ``exit <pid> <status>`` on its standard output
+  (the pid as the sandbox numbers it, the status as ``subprocess`` gives it), so that a
+  kernel killed by its CPU limit is told apart from one that crashed.
 - Nothing of a child reaches the template or a later child: memory is the template's,
-  copy-on-write; the files are emptied before each child starts; the template never
-  reads anything a child wrote. So no process ever holds two submissions' data.
+  copy-on-write; the template is not dumpable (``PR_SET_DUMPABLE`` 0), so no child,
+  which holds no capability, can ptrace it or open its ``/proc/<pid>/mem``; the files
+  are emptied before each child starts; the template never reads anything a child
+  wrote. A child can still signal the template (same uid, same pid namespace): that
+  stops only the template, and the host starts a new one. So no process ever holds two
+  submissions' data.
 - Fork safety: the template starts no thread (torch's and OpenMP's pools, zmq contexts
   are made only in the child; ``OMP_NUM_THREADS=1`` keeps torch's import from starting
   one). Before each fork it checks that it has one thread; if not, it exits with
@@ -27,35 +38,65 @@ Contract (the host's side is ``autograder.testkernel``):
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import sys
 
 from autograder.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
 
-# What the template imports before its first fork: every test kernel imports these.
-PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "IPython", "numpy", "torch",
-           "torch.nn.functional", "autograder.test_side", "autograder.plaindata")
+_COMMON = ("ipykernel.kernelapp", "ipykernel.ipkernel", "IPython", "numpy", "torch",
+           "torch.nn", "torch.nn.functional", "torch.utils.data", "autograder.plaindata")
+# What each kind of template imports before its first fork: what every kernel of that
+# kind imports (a student's notebook starts with ``import torch``; the bridge's student
+# side answers every test's call).
+PRELOAD = {
+    "test": _COMMON + ("autograder.test_side",),
+    "student": _COMMON + ("autograder.student_side",),
+}
 WRITABLE = ("/tmp", "/dev/shm")
+_STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_PR_SET_DUMPABLE = 4
 
 
 def threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def preload() -> None:
+def preload(kind: str) -> None:
     import importlib
 
-    for name in PRELOAD:
+    for name in PRELOAD[kind]:
         importlib.import_module(name)
 
 
-def serve() -> None:
+def _reap(signum, frame) -> None:
+    """Reap every ended kernel and tell the host how each ended."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        try:
+            os.write(1, f"exit {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass
+
+
+def serve(kind: str = "test") -> None:
     """Fork one kernel per request line until the host closes the pipe."""
-    preload()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # its kernels are reaped as they end
+    preload(kind)
+    # No child may ptrace the template or read its memory through /proc: it would reach
+    # every later child from there.
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        sys.stderr.write("kernel_template: could not make the template undumpable\n")
+        os._exit(1)
+    signal.signal(signal.SIGCHLD, _reap)
     os.write(1, b"ready\n")  # to the host, on a pipe of its own
     while True:
         line = sys.stdin.buffer.readline()
@@ -66,15 +107,19 @@ def serve() -> None:
             sys.stderr.flush()
             os._exit(UNSAFE_TO_FORK)
         request = json.loads(line)
+        staging = request.get("staging") or ""
+        if staging and not _STAGING_NAME.fullmatch(staging):
+            sys.stderr.write("kernel_template: a staging folder must be a plain name\n")
+            continue
         if os.fork() == 0:
             try:
-                _become_kernel(request["connection"])
+                _become_kernel(request["connection"], staging)
             finally:
                 os._exit(1)
     os._exit(0)
 
 
-def _become_kernel(connection: dict) -> None:
+def _become_kernel(connection: dict, staging: str = "") -> None:
     os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a kernel waits for its own children
     null = os.open(os.devnull, os.O_RDONLY)
@@ -88,7 +133,7 @@ def _become_kernel(connection: dict) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(connection, f)
-    fill_work_dir(STAGING_DIR, WORK_DIR)
+    fill_work_dir(os.path.join(STAGING_DIR, staging) if staging else STAGING_DIR, WORK_DIR)
     os.environ.pop("JPY_PARENT_PID", None)
     from ipykernel import kernelapp
 

@@ -158,7 +158,7 @@ class TestKernel:
         self.folder.chmod(0o755)
         km = SandboxedKernelManager(config=self.config)
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.staging)
-        km.template = template
+        km.template = "test" if template else ""
         try:
             await km.start_kernel()
         except Exception as exc:  # noqa: BLE001
@@ -174,7 +174,7 @@ class TestKernel:
         km = self.km
         if km is None or km.provisioner is None or km.provisioner.process.poll() is not None:
             return False
-        return km.template is False or any(is_running(p) for p in self.forked)
+        return not km.template or any(is_running(p) for p in self.forked)
 
     def close(self) -> None:
         km, self.km = self.km, None

@@ -30,7 +30,8 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import execute, fates, gradebooks, nbgrader_threads, safefiles, testkernel
+from autograder import (execute, fates, gradebooks, nbgrader_threads, safefiles, student_kernels,
+                        testkernel)
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import Sandbox, gpu_devices, unprivileged
@@ -95,7 +96,7 @@ def _scratch() -> Path:
     except (AttributeError, OSError):
         folder = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
         _SCRATCH[threading.get_ident()] = folder
-    folder.chmod(0o755)
+    folder.chmod(0o711)  # the kernels' uids pass through to their files; no one lists it
     return folder
 
 
@@ -164,7 +165,7 @@ def _prepare(course_files: CourseFiles) -> Path:
     gradebooks.share_validators()
     nbgrader_threads.install()
     folder = Path(tempfile.mkdtemp(prefix="cg-course-", dir="/tmp"))
-    folder.chmod(0o755)
+    folder.chmod(0o711)  # the test kernel's uid passes through to test-files; no one lists it
     atexit.register(shutil.rmtree, folder, True)
     assignment = course_files.assignment
     (folder / "nbgrader_config.py").write_text(course_files.config)
@@ -226,6 +227,7 @@ def _config(course: Path, job: Job, scratch: Path):
     config.TwoKernelExecute.test_files = str(_test_files(job.course))
     config.TwoKernelExecute.test_uid = slot["test_uid"] if job.sandbox else -1
     config.TwoKernelExecute.test_slot = slot["index"]
+    config.SandboxMixin.slot = slot["index"]
     if job.gpu:
         gpu_profile(config, slot["index"])
     return config
@@ -337,9 +339,19 @@ def _scores(config, assignment: str, student: str) -> tuple[float, float]:
         return float(submission.score), float(submission.max_score)
 
 
+_BOILERPLATE = ("Please see the above traceback", "nbgrader.nbgraderformat", "[NbGraderAPI |",
+                "Traceback (most recent call last)")
+
+
 def _tail(log: str, lines: int = 3) -> str:
-    kept = [line for line in log.strip().splitlines() if line.strip()][-lines:]
-    return " | ".join(kept)[:500]
+    """What a failed nbgrader step said: the lines of its last error, not its closing
+    boilerplate ("Please see the above traceback")."""
+    kept = [line.strip() for line in log.strip().splitlines()
+            if line.strip() and not any(b in line for b in _BOILERPLATE)]
+    errors = [line for line in kept if "Error" in line or "Exception" in line]
+    chosen = (errors[-lines:] if errors else kept[-lines:])
+    return " | ".join(chosen)[:800]
 
 
 atexit.register(testkernel.close_all)
+atexit.register(student_kernels.close_all)

@@ -1,0 +1,297 @@
+"""Students' kernels forked from a template: no submission pays again for Python,
+ipykernel and torch, and no process ever holds two submissions' data.
+
+One template per grading thread (slot), uid and sandbox settings
+(``autograder.kernel_template``, kind ``student``): it runs in the student kernel's own
+sandbox, with its limits and its uid, has imported what every notebook imports, and has
+never run a cell. For each submission:
+
+- the host copies the submission's staged files (regular files only, as for any kernel)
+  into a fresh subfolder of the template's read-only staging folder, after removing the
+  one before it: a kernel sees only its own submission's files;
+- it kills every process of the template's tree but the template's own (the kernel
+  before, and anything that kernel started, daemons included), checks that the template
+  is alive and not stopped (a kernel can signal it: then a new template starts), and asks
+  for one child on new ipc ports with a new key;
+- the child empties ``/tmp`` and ``/dev/shm``, fills its working folder and becomes the
+  kernel. Its own watchdog holds its memory (its tree's resident memory and the tmpfs),
+  wall time, CPU share and process count, as for a started kernel; the template's control
+  group, when there is one, caps the template and its child together, and an OOM kill in
+  it counts against the child.
+
+Where no template can serve (``Sandbox.kernel_templates`` False, no sandbox, a template
+that will not start or has more than one thread), the kernel starts as any kernel, and
+the submission's details say why.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from autograder.kernel import SOCKETS_IN_SANDBOX, SandboxedKernelManager, Watchdog, _tree, kill_tree
+from autograder.kernel_entry import UNSAFE_TO_FORK
+from autograder.sandbox import Sandbox
+
+_TEMPLATES: dict = {}
+
+
+class TemplateUnusable(Exception):
+    """No student-kernel template can serve: the kernel starts as any kernel."""
+
+
+def _key(config, uid: int, slot: int, extra_env) -> tuple:
+    sandbox = Sandbox(config=config)
+    settings = {name: getattr(sandbox, name) for name in sandbox.trait_names()
+                if sandbox.trait_metadata(name, "config")}
+    return (slot, uid, json.dumps(settings, sort_keys=True, default=str), tuple(extra_env))
+
+
+def template(config, uid: int, slot: int, extra_env=()) -> "StudentTemplate":
+    """The student-kernel template of one grading thread (``slot``), run as ``uid``."""
+    key = _key(config, uid, slot, extra_env)
+    if key not in _TEMPLATES:
+        for other in [k for k in _TEMPLATES if k[0] == slot]:
+            _TEMPLATES.pop(other).close()  # one template per slot: settings changed
+        _TEMPLATES[key] = StudentTemplate(config, uid, list(extra_env))
+    return _TEMPLATES[key]
+
+
+def close_all() -> None:
+    for kept in _TEMPLATES.values():
+        kept.close()
+    _TEMPLATES.clear()
+
+
+class StudentTemplate:
+    """One slot's template, started when first needed and again whenever it is gone."""
+
+    def __init__(self, config, uid: int, extra_env: list[str]):
+        self.config, self.uid, self.extra_env = config, uid, extra_env
+        self.km: SandboxedKernelManager | None = None
+        self.folder: Path | None = None
+        self.starts = 0
+        self.forks = 0
+        self.unusable: str | None = None  # why no template can serve here
+
+    async def fork(self, connection: dict, staging: Path) -> tuple[str, psutil.Process, int]:
+        """A new kernel on ``connection`` with the files of ``staging``: the host path of
+        its ``ip``, its process, and how many OOM kills its control group had before."""
+        if self.unusable:
+            raise TemplateUnusable(self.unusable)
+        if self.km is not None and not self._healthy():
+            self.close()
+        if self.km is None:
+            await self._start()
+        self.km.end_forked_kernels()
+        name = self._stage(staging)
+        self.forks += 1
+        self.km.restart_wall_clock()
+        try:
+            ip = await self.km.fork_kernel(connection, name)
+        except Exception as exc:  # noqa: BLE001
+            status = self.km.provisioner.process.poll() if self.km.provisioner else None
+            self.close()
+            if status == UNSAFE_TO_FORK:
+                self.unusable = "its template had more than one thread, and forking it is not safe"
+                raise TemplateUnusable(self.unusable) from None
+            raise TemplateUnusable(f"the forked kernel did not start ({exc})") from None
+        child = self.km.forked_kernel()
+        if child is None:
+            self.close()
+            raise TemplateUnusable("the forked kernel ended at once")
+        group = getattr(self.km, "_group", None)
+        return ip, child, group.oom_kills() if group is not None else 0
+
+    def exit_status(self, child: psutil.Process) -> int | None:
+        """How ``child`` ended, as its template saw it (None: not known)."""
+        if self.km is None:
+            return None
+        pid = getattr(child, "_sandbox_pid", None)
+        return self.km.template_said().get(pid) if pid is not None else None
+
+    def oom_kills(self) -> int:
+        group = getattr(self.km, "_group", None) if self.km is not None else None
+        return group.oom_kills() if group is not None else 0
+
+    def end_kernels(self) -> None:
+        if self.km is not None:
+            self.km.end_forked_kernels()
+
+    def _healthy(self) -> bool:
+        """Alive, and not stopped or traced (by a kernel it forked: they share a uid)."""
+        process = self.km.provisioner.process if self.km.provisioner else None
+        if process is None or process.poll() is not None:
+            return False
+        for p in self.km._own_processes.values():
+            try:
+                if p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP,
+                                  psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                    return False
+            except psutil.NoSuchProcess:
+                return False
+        return True
+
+    def _stage(self, staging: Path) -> str:
+        """Copy this submission's files into a new subfolder of the template's staging
+        folder, removing whatever was there: the kernel sees no other submission's."""
+        root = self.folder / "stage"
+        for entry in root.iterdir():
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+        name = f"s{self.forks}"
+        if staging.is_dir():
+            # The staged folder holds regular files only (the worker made it).
+            shutil.copytree(staging, root / name, symlinks=False)
+        else:
+            (root / name).mkdir()
+        (root / name).chmod(0o755)
+        return name
+
+    async def _start(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="cg-student-", dir="/tmp"))
+        self.folder.chmod(0o755)
+        (self.folder / "stage").mkdir(mode=0o755)
+        km = SandboxedKernelManager(config=self.config)
+        km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.folder / "stage")
+        km.extra_env = self.extra_env
+        km.template = "student"
+        try:
+            await km.start_kernel()
+        except Exception as exc:  # noqa: BLE001
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+            self.unusable = f"its template could not start ({exc})"
+            raise TemplateUnusable(self.unusable) from None
+        self.km = km
+        self.starts += 1
+
+    def close(self) -> None:
+        km, self.km = self.km, None
+        if km is not None:
+            km.stop_watching()
+            if km.provisioner is not None and km.provisioner.pid:
+                kill_tree(km.provisioner.pid)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+class ForkedProcess:
+    """What jupyter_client needs of a kernel's process (``poll``, ``wait``, ``kill``...),
+    for a kernel that is its template's child, not the grader's."""
+
+    def __init__(self, process: psutil.Process, kept: StudentTemplate):
+        self.process, self.kept, self.pid = process, kept, process.pid
+        self.returncode: int | None = None
+        self.stdin = self.stdout = self.stderr = None
+        try:
+            with open(f"/proc/{process.pid}/status") as f:
+                line = next(x for x in f if x.startswith("NSpid:"))
+            process._sandbox_pid = int(line.split()[-1])
+        except (OSError, StopIteration, ValueError):
+            pass
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                if self.process.status() != psutil.STATUS_ZOMBIE:
+                    return None
+            except psutil.NoSuchProcess:
+                pass
+            status = self.kept.exit_status(self.process)
+            self.returncode = status if status is not None else -9
+        return self.returncode
+
+    def wait(self, timeout=None) -> int:
+        # Never psutil's wait: a kernel whose template is stopped stays a zombie, which
+        # that wait would wait on for ever. A zombie has ended: poll says so.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("forked kernel", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        try:
+            self.process.send_signal(signum)
+        except psutil.NoSuchProcess:
+            pass
+
+    def kill(self) -> None:
+        kill_tree(self.pid)
+
+    def terminate(self) -> None:
+        kill_tree(self.pid)
+
+
+class ForkedKernelManager(SandboxedKernelManager):
+    """For nbclient: the student's kernel, forked from its slot's template; started as
+    any kernel where no template can serve (``without_template`` says why)."""
+
+    without_template: str | None = None
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        sandbox = self._sandbox()
+        if not self.use_bwrap:  # course-grade --no-sandbox: said for the whole run already
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        reason = None
+        if not sandbox.kernel_templates:
+            reason = "kernel templates are turned off (Sandbox.kernel_templates)"
+        else:
+            kept = template(self.config, self.uid, self.slot, self.extra_env)
+            try:
+                return await self._launch_forked(kept, sandbox)
+            except TemplateUnusable as exc:
+                reason = str(exc)
+        self.without_template = reason
+        return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    async def _launch_forked(self, kept: StudentTemplate, sandbox: Sandbox) -> None:
+        # New socket names for every kernel: the kernel before left its sockets in the
+        # template's tmpfs until the next one empties it, and a client that found an old
+        # socket first would wait on a kernel that is gone.
+        base = 10 * (kept.forks + 1)
+        for offset, name in enumerate(("shell_port", "iopub_port", "stdin_port",
+                                       "control_port", "hb_port"), start=1):
+            setattr(self, name, base + offset)
+        info = self.get_connection_info()
+        connection = {k: info[k] for k in ("shell_port", "iopub_port", "stdin_port",
+                                           "control_port", "hb_port", "transport",
+                                           "signature_scheme")}
+        connection.update(ip=SOCKETS_IN_SANDBOX, kernel_name="",
+                          key=info["key"].decode() if isinstance(info["key"], bytes) else info["key"])
+        if not connection["key"]:
+            connection["key"] = secrets.token_hex(32)
+            self.session.key = connection["key"].encode()
+        ip, child, self._oom_before = await kept.fork(connection, Path(self.staging or self._empty_staging))
+        self._kept, self._forked_child = kept, child
+        self.ip = ip
+        self._group = None
+        process = ForkedProcess(child, kept)
+        self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, child.pid, None
+        self.provisioner.connection_info = {**info, "ip": ip}
+        self._log_path = kept.km._log_path if kept.km is not None else None
+        self._watchdog = Watchdog(child.pid, sandbox, self.events, None)
+        self._watchdog.start()
+        self._own_processes = _tree(child.pid)
+
+    def oom_killed(self) -> bool:
+        kept = getattr(self, "_kept", None)
+        if kept is not None:
+            return kept.oom_kills() > getattr(self, "_oom_before", 0)
+        return super().oom_killed()
+
+    async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False):
+        try:
+            await super()._async_shutdown_kernel(now=now, restart=restart)
+        finally:
+            kept = getattr(self, "_kept", None)
+            if kept is not None:
+                kept.end_kernels()  # whatever the kernel started goes with it

@@ -1,0 +1,148 @@
+"""Students' kernels forked from a template (issues 17 and 21): the second submission's
+kernel sees nothing of the first, no kernel can read or write its template, and a
+template a kernel stopped is replaced.
+
+Each test forks real kernels from a real template in the student kernel's sandbox, as a
+grading worker does for one submission after another.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+from nbformat.v4 import new_code_cell, new_notebook
+from traitlets.config import Config
+
+from autograder import student_kernels
+from autograder.student_kernels import ForkedKernelManager
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+UID = 61992 if os.geteuid() == 0 else -1
+SLOT = 97  # a slot no grading thread of the suite uses
+
+
+def staged(tmp_path: Path, name: str, text: str) -> Path:
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    folder.chmod(0o755)
+    (folder / name).write_text(text)
+    (folder / name).chmod(0o644)
+    return folder
+
+
+def run(cells: list[str], staging: Path, **sandbox) -> tuple[list[str], ForkedKernelManager]:
+    """Run a notebook in a forked student kernel: each cell's text, and the manager."""
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    config = Config()
+    config.SandboxMixin.uid, config.SandboxMixin.slot = UID, SLOT
+    config.SandboxMixin.staging = str(staging)
+    config.SandboxMixin.runtime_root = tempfile.mkdtemp(prefix="cg-t", dir="/tmp")
+    os.chmod(config.SandboxMixin.runtime_root, 0o755)
+    for name, value in sandbox.items():
+        setattr(config.Sandbox, name, value)
+    client = NotebookClient(nb, kernel_manager_class=ForkedKernelManager, config=config,
+                            timeout=60, allow_errors=True)
+    kept = {}
+    client.on_notebook_start = lambda notebook: None
+    original = client.async_start_new_kernel
+
+    async def start(**kw):
+        await original(**kw)
+        kept["km"] = client.km
+
+    client.async_start_new_kernel = start
+    try:
+        client.execute()
+    except DeadKernelError:
+        pass  # the test looks at how it ended
+    finally:
+        shutil.rmtree(config.SandboxMixin.runtime_root, ignore_errors=True)
+    texts = ["".join(o.get("text", "") or f"{o.get('ename', '')}: {o.get('evalue', '')}"
+                     for o in c.outputs) for c in nb.cells]
+    return texts, kept["km"]
+
+
+@pytest.fixture(autouse=True)
+def templates():
+    yield
+    student_kernels.close_all()
+
+
+def test_the_kernel_is_forked_with_torch_loaded_and_only_its_own_files(tmp_path):
+    texts, km = run(["import sys, os; print('torch' in sys.modules, sorted(os.listdir('.')))"],
+                    staged(tmp_path, "mine.txt", "A"))
+    assert km.without_template is None
+    assert texts == ["True ['mine.txt']\n"]
+
+
+def test_a_second_submissions_kernel_sees_nothing_of_the_first(tmp_path):
+    plant = [
+        "import os, sys, json, subprocess\n"
+        "open('/tmp/planted', 'w').write('x'); open('/dev/shm/planted', 'w').write('x')\n"
+        "os.environ['PLANTED'] = '1'; sys.modules['planted'] = json\n"
+        "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "secret = 'first-' + 'submission-' * 3; print('planted')",
+    ]
+    texts, _ = run(plant, staged(tmp_path, "first.txt", "A"))
+    assert texts == ["planted\n"]
+    harvest = [
+        "import os, sys, subprocess\n"
+        "print(os.path.exists('/tmp/planted'), os.path.exists('/dev/shm/planted'),\n"
+        "      os.environ.get('PLANTED'), 'planted' in sys.modules, 'secret' in globals(),\n"
+        "      sorted(os.listdir('.')))",
+        "print([l for l in subprocess.run(['ps', '-eo', 'args'], capture_output=True,\n"
+        "      text=True).stdout.splitlines() if 'sleep' in l])",
+    ]
+    texts, km = run(harvest, staged(tmp_path, "second.txt", "B"))
+    assert km.without_template is None
+    assert texts == ["False False None False False ['second.txt']\n", "[]\n"]
+
+
+def test_no_kernel_can_read_or_write_its_templates_memory(tmp_path):
+    probe = ("import os\n"
+             "for what in ('mem', 'environ', 'maps'):\n"
+             "    try:\n"
+             "        open(f'/proc/{os.getppid()}/{what}', 'rb').read(1); print(what, 'read')\n"
+             "    except OSError as e: print(what, type(e).__name__)")
+    texts, _ = run([probe], staged(tmp_path, "f.txt", "A"))
+    assert texts == ["mem PermissionError\nenviron PermissionError\nmaps PermissionError\n"]
+
+
+def test_a_template_that_a_kernel_stopped_is_replaced_for_the_next(tmp_path):
+    stop = "import os, signal; os.kill(os.getppid(), signal.SIGSTOP); print('stopped it')"
+    texts, _ = run([stop], staged(tmp_path, "f.txt", "A"))
+    assert texts == ["stopped it\n"]
+    (kept,) = student_kernels._TEMPLATES.values()
+    texts, km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
+    assert texts == ["next\n"] and km.without_template is None
+    assert kept.starts == 2
+
+
+def test_a_kernel_killed_by_its_cpu_limit_is_told_apart_from_a_crash(tmp_path):
+    texts, km = run(["while True: pass"], staged(tmp_path, "f.txt", "A"), cpu_seconds=2)
+    assert km.provisioner is None or km.provisioner.process is None or \
+        km.provisioner.process.poll() is not None
+    status = km._kept.exit_status(km._forked_child) if hasattr(km, "_forked_child") else None
+    assert status in (-24, -9), status  # SIGXCPU, then the hard limit's SIGKILL
+
+
+def test_templates_turned_off_start_the_kernel_as_any_kernel_and_say_why(tmp_path):
+    texts, km = run(["import sys; print('torch' in sys.modules)"], staged(tmp_path, "f.txt", "A"),
+                    kernel_templates=False)
+    assert texts == ["False\n"]
+    assert "turned off" in km.without_template
+
+
+def test_each_kernel_gets_socket_names_no_kernel_before_it_had(tmp_path):
+    seen = []
+    for n in range(3):
+        texts, km = run(["print(1)"], staged(tmp_path, "f.txt", str(n)))
+        assert texts == ["1\n"]
+        seen.append((km.shell_port, km.iopub_port, km.stdin_port, km.control_port, km.hb_port))
+    ports = [p for five in seen for p in five]
+    assert len(set(ports)) == len(ports)
