@@ -278,7 +278,14 @@ class ForkedKernelManager(SandboxedKernelManager):
         self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, child.pid, None
         self.provisioner.connection_info = {**info, "ip": ip}
         self._log_path = kept.km._log_path if kept.km is not None else None
-        self._watchdog = Watchdog(child.pid, sandbox, self.events, None)
+        # RLIMIT_NPROC counts the template's own processes of the kernel's uid too: the
+        # kernel's tree reaches its share of the limit that much sooner, and must be
+        # called at it, or a fork bomb stuck at the limit would never be named.
+        watched = Sandbox(config=self.config)
+        if watched.max_processes:
+            watched.max_processes = max(1, watched.max_processes - _threads_of_uid(
+                kept.km._own_processes.values(), child))
+        self._watchdog = Watchdog(child.pid, watched, self.events, None)
         self._watchdog.start()
         self._own_processes = _tree(child.pid)
 
@@ -295,3 +302,19 @@ class ForkedKernelManager(SandboxedKernelManager):
             kept = getattr(self, "_kept", None)
             if kept is not None:
                 kept.end_kernels()  # whatever the kernel started goes with it
+
+
+def _threads_of_uid(processes, child: psutil.Process) -> int:
+    """Threads of ``processes`` that run as ``child``'s uid (they count in its limit)."""
+    try:
+        uid = child.uids().real
+    except psutil.NoSuchProcess:
+        return 0
+    count = 0
+    for p in processes:
+        try:
+            if p.uids().real == uid:
+                count += p.num_threads()
+        except psutil.NoSuchProcess:
+            continue
+    return count

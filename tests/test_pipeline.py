@@ -320,6 +320,23 @@ def cmdline(proc) -> str:
         return ""
 
 
+def student_kernel(proc) -> bool:
+    """A student's kernel serving a submission: started with the submission's files, or
+    forked from the students' template (a kernel_entry process whose parent is one too:
+    the template itself is a child of bubblewrap)."""
+    line = cmdline(proc)
+    if "kernel_entry" not in line:
+        return False
+    if "student-files" in line:
+        return True
+    try:
+        parent = proc.parent()
+    except Exception:  # noqa: BLE001 - gone
+        return False
+    return "cg-student-" in line and parent is not None and \
+        "kernel_entry" in cmdline(parent) and "bwrap" not in cmdline(parent).split(" ")[0]
+
+
 def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(graded):
     """A handful of the class, graded again serially in a copy of the graded course. The
     run is killed after its first grade; the re-run, as an ordinary user (kernels in user
@@ -347,8 +364,7 @@ def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(grad
             time.sleep(0.2)
         # Kill it while a student's sandboxed kernel of the next submission is running.
         while time.monotonic() < deadline and not any(
-                "kernel_entry" in cmdline(p) and "student-files" in cmdline(p)
-                for p in descendants(run.pid)):
+                student_kernel(p) for p in descendants(run.pid)):
             time.sleep(0.05)
         left = descendants(run.pid)
         assert any("kernel_entry" in cmdline(p) for p in left)
