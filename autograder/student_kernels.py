@@ -144,7 +144,9 @@ class StudentTemplate:
         root = self.folder / "stage"
         for entry in root.iterdir():
             shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
-        name = f"s{self.forks}"
+        # An unguessable name in folders no one can list: a grader killed before it could
+        # clean up leaves no student's files for another account to read.
+        name = f"s{secrets.token_hex(16)}"
         if staging.is_dir():
             # The staged folder holds regular files only (the worker made it).
             shutil.copytree(staging, root / name, symlinks=False)
@@ -155,8 +157,9 @@ class StudentTemplate:
 
     async def _start(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="cg-student-", dir="/tmp"))
-        self.folder.chmod(0o755)
-        (self.folder / "stage").mkdir(mode=0o755)
+        self.folder.chmod(0o711)
+        (self.folder / "stage").mkdir()
+        (self.folder / "stage").chmod(0o711)
         km = SandboxedKernelManager(config=self.config)
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.folder / "stage")
         km.extra_env = self.extra_env
