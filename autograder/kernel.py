@@ -628,6 +628,15 @@ class SandboxMixin(Configurable):
         await super()._async_kill_kernel(restart=restart)
 
 
+def discard(km, folder) -> None:
+    """End a kernel or a template for good: its whole tree killed (``stop_watching``), its
+    host folder removed (rmtree never follows a link)."""
+    if km is not None:
+        km.stop_watching()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _tree(pid: int) -> dict:
     """A process and its descendants, keyed by (pid, start time): a pid reused later is
     another process."""

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import psutil
 
-from autograder.kernel import SOCKETS_IN_SANDBOX, SandboxedKernelManager, Watchdog, _tree, kill_tree
+from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, Watchdog, _tree, discard,
+                               kill_tree)
 from autograder.kernel_entry import UNSAFE_TO_FORK
 from autograder.sandbox import Sandbox
 
@@ -175,14 +176,8 @@ class StudentTemplate:
         self.starts += 1
 
     def close(self) -> None:
-        km, self.km = self.km, None
-        if km is not None:
-            km.stop_watching()
-            if km.provisioner is not None and km.provisioner.pid:
-                kill_tree(km.provisioner.pid)
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
+        km, folder, self.km, self.folder = self.km, self.folder, None, None
+        discard(km, folder)
 
 
 class ForkedProcess:
@@ -270,9 +265,6 @@ class ForkedKernelManager(SandboxedKernelManager):
                                            "signature_scheme")}
         connection.update(ip=SOCKETS_IN_SANDBOX, kernel_name="",
                           key=info["key"].decode() if isinstance(info["key"], bytes) else info["key"])
-        if not connection["key"]:
-            connection["key"] = secrets.token_hex(32)
-            self.session.key = connection["key"].encode()
         ip, child, self._oom_before = await kept.fork(connection, Path(self.staging or self._empty_staging))
         self._kept, self._forked_child = kept, child
         self.ip = ip
@@ -280,7 +272,7 @@ class ForkedKernelManager(SandboxedKernelManager):
         process = ForkedProcess(child, kept)
         self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, child.pid, None
         self.provisioner.connection_info = {**info, "ip": ip}
-        self._log_path = kept.km._log_path if kept.km is not None else None
+        self._log_path = kept.km._log_path
         # RLIMIT_NPROC counts the template's own processes of the kernel's uid too: the
         # kernel's tree reaches its share of the limit that much sooner, and must be
         # called at it, or a fork bomb stuck at the limit would never be named.

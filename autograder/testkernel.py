@@ -29,8 +29,8 @@ from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates, protocol
 from autograder.kernel_entry import UNSAFE_TO_FORK
-from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, guarded_context, is_running,
-                               kill_tree)
+from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, discard, guarded_context,
+                               is_running)
 from autograder.messages import BoundedSession
 from autograder.outputs import content_size
 from autograder.sandbox import Sandbox
@@ -177,14 +177,8 @@ class TestKernel:
         return not km.template or any(is_running(p) for p in self.forked)
 
     def close(self) -> None:
-        km, self.km = self.km, None
-        if km is not None:
-            km.stop_watching()
-            if km.provisioner is not None and km.provisioner.pid:
-                kill_tree(km.provisioner.pid)
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
+        km, folder, self.km, self.folder = self.km, self.folder, None, None
+        discard(km, folder)
 
 
 @dataclass
