@@ -60,6 +60,7 @@ class Kind(str, Enum):
     DIED = "died"                      # the student's kernel stopped; later cells scored 0
     OUTPUT_TRUNCATED = "output_truncated"
     TOO_COSTLY = "too_costly"          # an answer refused as too costly to check
+    FLOOD = "flood"                    # a student's kernel cut off for a message too large
     NO_TEMPLATE = "no_template"        # a kernel (where: test, student) was started, not forked: why
 
 
@@ -69,7 +70,7 @@ class Event:
     the executor, read by ``decide``. Each kind uses the fields its comment names."""
 
     kind: Kind
-    reason: str = ""                 # NEEDS_REVIEW, DIED: why, in words; TOO_COSTLY: what
+    reason: str = ""                 # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what
     where: str = ""                  # DIED: the cell; TIMEOUT: the test cell or call
     used: float = 0.0                # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
     limit: float = 0.0               # the limit that was passed (MB, count, s, CPUs)
@@ -108,6 +109,8 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
         elif kind is Kind.DIED:
             details.append(f"kernel stopped ({e.where}): {e.reason}; later cells scored 0")
             cpu = cpu or e.exit_status in CPU_LIMIT_STATUSES
+        elif kind is Kind.FLOOD:
+            details.append(f"kernel cut off: {e.reason}")
         elif kind is Kind.TOO_COSTLY:
             details.append(f"an answer was too costly to check, and its test scored 0: {e.reason}")
         elif kind is Kind.NO_TEMPLATE:
@@ -142,4 +145,6 @@ def kill_reason(event: Event) -> str | None:
         return f"killed after {event.limit:g} s of wall time"
     if kind is Kind.CPU_SHARE:
         return f"killed for keeping {event.used:g} CPUs busy"
+    if kind is Kind.FLOOD:
+        return f"cut off: {event.reason}"
     return None

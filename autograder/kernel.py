@@ -24,6 +24,7 @@ import asyncio
 import ctypes
 import json
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -47,6 +48,7 @@ from traitlets.config import Configurable
 from autograder import cgroups
 from autograder.fates import Event, Kind
 from autograder.messages import BoundedSession
+from autograder.relay import CHANNELS, Relay
 from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
@@ -199,6 +201,7 @@ class Watchdog(threading.Thread):
         self.stopped = threading.Event()
         self.started_at = time.monotonic()
         self.samples: list[tuple[float, float]] = []
+        self.relay: Relay | None = None  # a student's kernel: what the grader reads through
 
     def restart_clock(self) -> None:
         self.started_at = time.monotonic()
@@ -206,6 +209,12 @@ class Watchdog(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.wait(WATCH_INTERVAL):
+            cut_off = self._flood()
+            if cut_off:
+                self.breached = True
+                self.events.append(cut_off)
+                kill_tree(self.pid)
+                return
             try:
                 root = psutil.Process(self.pid)
                 if root.status() == psutil.STATUS_ZOMBIE:
@@ -240,6 +249,19 @@ class Watchdog(threading.Thread):
         if breach:
             self.breached = True
             self.events.append(breach)
+
+    def _flood(self) -> Event | None:
+        """The relay of a kernel still running ended: the kernel cannot be read any more
+        (it sent more than the grader takes from a kernel)."""
+        why = self.relay.ended() if self.relay is not None else None
+        if why is None or self.stopped.is_set():
+            return None
+        try:
+            if psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE:
+                return None  # the kernel ended first: its own end says why
+        except psutil.NoSuchProcess:
+            return None
+        return Event(Kind.FLOOD, reason=why)
 
     def _processes(self, count: int) -> Event | None:
         if self.max_processes and count >= self.max_processes:
@@ -322,7 +344,11 @@ class SandboxMixin(Configurable):
                        "template (autograder.kernel_template), which forks one kernel per "
                        "request, instead of a kernel.").tag(config=True)
 
+    relayed = Bool(False, help="Read the kernel only through a relay process of its own "
+                   "(autograder.relay): a student's kernel.").tag(config=True)
+
     _watchdog: Watchdog | None = None
+    _relay: Relay | None = None
 
     def _sandbox(self) -> Sandbox:
         return Sandbox(config=self.config)
@@ -510,8 +536,22 @@ class SandboxMixin(Configurable):
         the sockets (through /proc/<pid>/root, into the sandbox) is still the grader's."""
         ports = (self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
                  self.hb_port)
-        self.ip = await self._sockets_of(self.ip, ports, "the kernel")
+        self.ip = self.relay_from(await self._sockets_of(self.ip, ports, "the kernel"))
         self._own_processes = _tree(self.provisioner.pid)
+
+    def relay_from(self, kernel_ip: str) -> str:
+        """Where the grader's client connects to the kernel whose sockets are at
+        ``kernel_ip`` (a host path): through a relay of its own where ``relayed``."""
+        if not self.relayed:
+            return kernel_ip
+        ports = dict(zip(CHANNELS, (self.shell_port, self.iopub_port, self.stdin_port,
+                                    self.control_port, self.hb_port)))
+        folder = self._runtime_dir / f"relay-{secrets.token_hex(4)}"
+        max_bytes = self._sandbox().max_message_mb * 1_000_000
+        self._relay = Relay(kernel_ip, ports, folder, max_bytes, preexec=die_with_grader())
+        if self._watchdog is not None:
+            self._watchdog.relay = self._relay
+        return self._relay.ip
 
     async def _sockets_of(self, inside: str, ports, what: str, skip=None) -> str:
         """The host path of ``inside`` (the kernel's ``ip`` in its sandbox) once a socket
@@ -619,6 +659,8 @@ class SandboxMixin(Configurable):
         if self._watchdog is not None and not self._watchdog.stopped.is_set():
             self._watchdog.stopped.set()
             self._watchdog.last_look()
+        if self._relay is not None:
+            self._relay.stop()
         if self.provisioner is not None and self.provisioner.pid:
             kill_tree(self.provisioner.pid)
 
@@ -704,7 +746,16 @@ def _is_socket(path: str) -> bool:
 
 
 class SandboxedKernelManager(SandboxMixin, AsyncKernelManager):
-    """For nbclient / nbgrader's Execute: the student's kernel."""
+    """For nbclient / nbgrader's Execute: the student's kernel, read through its relay."""
+
+    @default("relayed")
+    def _relayed_default(self) -> bool:
+        return True
+
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False):
+        # jupyter_client binds shutdown_kernel to its own coroutine, which first sends an
+        # interrupt and waits on a kernel that may be gone: ours (and a subclass's) kills.
+        await self._async_shutdown_kernel(now=now, restart=restart)
 
     client_class = "jupyter_client.asynchronous.AsyncKernelClient"
     client_factory = AsyncKernelClient

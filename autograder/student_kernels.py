@@ -267,11 +267,9 @@ class ForkedKernelManager(SandboxedKernelManager):
                           key=info["key"].decode() if isinstance(info["key"], bytes) else info["key"])
         ip, child, self._oom_before = await kept.fork(connection, Path(self.staging or self._empty_staging))
         self._kept, self._forked_child = kept, child
-        self.ip = ip
         self._group = None
         process = ForkedProcess(child, kept)
         self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, child.pid, None
-        self.provisioner.connection_info = {**info, "ip": ip}
         self._log_path = kept.km._log_path
         # RLIMIT_NPROC counts the template's own processes of the kernel's uid too: the
         # kernel's tree reaches its share of the limit that much sooner, and must be
@@ -281,6 +279,8 @@ class ForkedKernelManager(SandboxedKernelManager):
             watched.max_processes = max(1, watched.max_processes - _threads_of_uid(
                 kept.km._own_processes.values(), child))
         self._watchdog = Watchdog(child.pid, watched, self.events, None)
+        self.ip = self.relay_from(ip)
+        self.provisioner.connection_info = {**info, "ip": self.ip}
         self._watchdog.start()
         self._own_processes = _tree(child.pid)
 

@@ -1,0 +1,131 @@
+"""The relay between a student's kernel and the grader (``autograder.relay``): the grader
+never holds more of a kernel's output than it allows, however the kernel sends it, and a
+relayed kernel works as any kernel does."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from traitlets.config import Config
+
+from autograder.fates import Kind, kill_reason
+from autograder.kernel import SandboxedKernelManager
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="needs bubblewrap (scripts/setup --system installs it)")]
+UID = 61991 if os.geteuid() == 0 else -1
+# One message of 40 frames of 50 MB (the kernel sends one buffer 40 times, without copies).
+MANY_FRAMES = '''
+k = get_ipython().kernel
+b = b"x" * 50_000_000
+k.session.send(k.iopub_socket, "display_data", {"data": {}, "metadata": {}}, buffers=[b] * 40)
+import time; time.sleep(20)
+'''
+
+
+def _relayed(code: str, timeout: float = 10, **execute):
+    """Run ``code`` in a relayed student kernel; (reply or exception, events, the grader's
+    peak growth in resident memory in MB, the relay's process)."""
+
+    async def run():
+        config = Config()
+        config.SandboxMixin.uid = UID
+        root = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
+        root.chmod(0o755)
+        config.SandboxMixin.runtime_root = str(root)
+        km = SandboxedKernelManager(config=config)
+        assert km.relayed  # the student's kernel is read through a relay by default
+        await km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        me, peak, stop = psutil.Process(), [], threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak.append(me.memory_info().rss)
+                time.sleep(0.02)
+
+        try:
+            await kc.wait_for_ready(timeout=60)
+            sampler = threading.Thread(target=sample)
+            sampler.start()
+            try:
+                reply = await execute.get("drive", _interactive)(km, kc, code, timeout)
+            except Exception as exc:  # noqa: BLE001 - what the grader's client would see
+                reply = exc
+            stop.set()
+            sampler.join()
+            return reply, list(km.events), (max(peak) - peak[0]) / 1e6, km._relay.process
+        finally:
+            stop.set()
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+            shutil.rmtree(root, ignore_errors=True)
+
+    return asyncio.run(run())
+
+
+async def _interactive(km, kc, code, timeout):
+    return await kc.execute_interactive(code, timeout=timeout)
+
+
+def test_a_message_of_many_frames_cuts_the_kernel_off_not_the_grader():
+    """zmq holds a whole message before anyone reads it; 40 frames, each under the
+    per-frame cap, once put 2 GB into the grader. Now the relay, under its own memory
+    limit, takes them and ends; the kernel is killed and its fate says why."""
+    reply, events, growth_mb, relay = _relayed(MANY_FRAMES)
+    assert isinstance(reply, TimeoutError)  # its output never came
+    assert growth_mb < 200, f"the grader grew {growth_mb:.0f} MB"
+    floods = [e for e in events if e.kind is Kind.FLOOD]
+    assert floods, events
+    assert "cut off" in kill_reason(floods[0]) and "iopub" in floods[0].reason
+    assert relay.poll() is not None
+
+
+def test_a_message_over_the_cap_in_small_frames_is_not_forwarded():
+    """Two frames of 40 MB: each under Sandbox.max_message_mb (64), the message over it."""
+    code = MANY_FRAMES.replace('b"x" * 50_000_000', 'b"x" * 40_000_000').replace("[b] * 40", "[b] * 2")
+    reply, events, growth_mb, _ = _relayed(code)
+    assert isinstance(reply, TimeoutError)
+    assert growth_mb < 100, f"the grader grew {growth_mb:.0f} MB"
+    floods = [e for e in events if e.kind is Kind.FLOOD]
+    assert floods and "a message of 80 MB" in floods[0].reason, events
+
+
+def test_a_relayed_kernel_answers_input_and_interrupts():
+    """Through the relay: output, a large message under the cap, input on stdin (routed to
+    the identity of the shell request) and an interrupt on the control channel."""
+
+    async def drive(km, kc, code, timeout):
+        seen = []
+        first = kc.execute("big = 'y' * 30_000_000; print(len(big))\n"
+                           "answer = input('name? ')\nprint('got', answer)", allow_stdin=True)
+        msg = await kc.get_stdin_msg(timeout=timeout)
+        assert msg["content"]["prompt"] == "name? "
+        kc.input("ada")
+        while True:
+            out = await kc.get_iopub_msg(timeout=timeout)
+            if out["msg_type"] == "stream":
+                seen.append(out["content"]["text"])
+            if out["msg_type"] == "status" and out["content"]["execution_state"] == "idle":
+                break
+        assert (await kc.get_shell_msg(timeout=timeout))["parent_header"]["msg_id"] == first
+        second = kc.execute("import time; time.sleep(60)")
+        await asyncio.sleep(1)
+        await km.interrupt_kernel()
+        reply = await kc.get_shell_msg(timeout=10)
+        assert reply["parent_header"]["msg_id"] == second
+        return "".join(seen), reply["content"].get("ename")
+
+    reply, events, _, relay = _relayed("", drive=drive)
+    assert reply == ("30000000\ngot ada\n", "KeyboardInterrupt"), reply
+    assert not events
+    assert relay.poll() == -9  # relayed until the kernel's shutdown, which killed it
