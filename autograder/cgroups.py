@@ -23,7 +23,7 @@ BASE = "course-grade"
 PERIOD_US = 100_000
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unavailable() -> str | None:
     """Why kernels cannot get a control group here, or None when they can."""
     if os.geteuid() != 0:

@@ -26,8 +26,15 @@ from pathlib import Path
 from autograder import importers, inbox
 from autograder.config import grading_config
 from autograder.grade import InstructorError, check_ready, grade_assignment, recorded_outcomes
-from autograder.report import (export_canvas, export_grades, from_gradebook, summary_table,
-                               with_manual_grades, write_class_report, write_report)
+from autograder.report import (
+    export_canvas,
+    export_grades,
+    from_gradebook,
+    summary_table,
+    with_manual_grades,
+    write_class_report,
+    write_report,
+)
 
 
 def parse_args(argv):

@@ -38,8 +38,8 @@ from traitlets import Any, Integer, Unicode
 from autograder import fates, protocol, testkernel, testplan
 from autograder.fates import Event, Kind
 from autograder.outputs import OutputBudget, content_size, error_output
-from autograder.student_kernels import ForkedKernelManager
 from autograder.sandbox import Sandbox
+from autograder.student_kernels import ForkedKernelManager
 
 INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
 

@@ -23,10 +23,10 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Callable
 
 from autograder import fates, gradebooks, inbox, safefiles
 from autograder.config import grading_config

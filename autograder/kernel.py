@@ -47,9 +47,9 @@ from traitlets.config import Configurable
 
 from autograder import cgroups
 from autograder.fates import Event, Kind
+from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.messages import BoundedSession
 from autograder.relay import CHANNELS, Relay
-from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox import Sandbox
 
 WATCH_INTERVAL = 0.2

@@ -380,10 +380,10 @@ def _decode_ndarray(data, budget: Budget | None = None):
     budget.spend(tensors=1)
     if type(data) is not dict:
         raise ValueError("not an array")
-    dtype = NUMPY_DTYPES.get(data.get("dtype"))
-    if dtype is None:
+    name = NUMPY_DTYPES.get(str(data.get("dtype")))
+    if name is None:
         raise ValueError(f"not a numeric dtype: {str(data.get('dtype'))[:20]!r}")
-    dtype = np.dtype(dtype)
+    dtype = np.dtype(name)
     shape = _shape(data.get("shape"))
     size = math.prod(shape) * dtype.itemsize
     budget.spend(nbytes=size)

@@ -79,10 +79,12 @@ class Relay:
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-m", MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, env=env, preexec_fn=start, cwd="/")
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdout = self.process.stdout
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.close()
-        ready, _, _ = select.select([self.process.stdout], [], [], START_WAIT)
-        line = self.process.stdout.readline() if ready else b"(no answer)"
+        ready, _, _ = select.select([self.stdout], [], [], START_WAIT)
+        line = self.stdout.readline() if ready else b"(no answer)"
         if line != b"ready\n":
             self.process.kill()
             self.process.wait()
@@ -94,7 +96,7 @@ class Relay:
         if status is None:
             return None
         if not hasattr(self, "_why"):
-            parts = (self.process.stdout.read(200) or b"").split()
+            parts = (self.stdout.read(200) or b"").split()
             limit = f"{self.max_bytes / 1e6:g} MB"
             if status == FLOODED and len(parts) == 2 and parts[1].isdigit():
                 self._why = (f"it sent a message of {int(parts[1]) / 1e6:.0f} MB (or of more "
@@ -110,7 +112,7 @@ class Relay:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        self.process.stdout.close()
+        self.stdout.close()
 
 
 def _sockets(zmq, context, request: dict) -> list[tuple]:

@@ -67,7 +67,7 @@ def _kernel_version() -> tuple[int, int]:
         return (0, 0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def userns_problem(bwrap: str, uid: int = -1) -> str | None:
     """Why kernels cannot get their own user namespace here, or None when they can.
 

@@ -35,8 +35,14 @@ from pathlib import Path
 
 import psutil
 
-from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, Watchdog, _tree, discard,
-                               kill_tree)
+from autograder.kernel import (
+    SOCKETS_IN_SANDBOX,
+    SandboxedKernelManager,
+    Watchdog,
+    _tree,
+    discard,
+    kill_tree,
+)
 from autograder.kernel_entry import UNSAFE_TO_FORK
 from autograder.sandbox import Sandbox
 
@@ -54,7 +60,7 @@ def _key(config, uid: int, slot: int, extra_env) -> tuple:
     return (slot, uid, json.dumps(settings, sort_keys=True, default=str), tuple(extra_env))
 
 
-def template(config, uid: int, slot: int, extra_env=()) -> "StudentTemplate":
+def template(config, uid: int, slot: int, extra_env=()) -> StudentTemplate:
     """The student-kernel template of one grading thread (``slot``), run as ``uid``."""
     key = _key(config, uid, slot, extra_env)
     if key not in _TEMPLATES:

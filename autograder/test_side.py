@@ -12,9 +12,7 @@ built, with its own, unpatched operations.
 """
 from __future__ import annotations
 
-
 from autograder import plaindata, protocol
-
 
 
 def ask(prompt: str) -> dict:

@@ -28,9 +28,14 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates, protocol
+from autograder.kernel import (
+    SOCKETS_IN_SANDBOX,
+    SandboxedKernelManager,
+    discard,
+    guarded_context,
+    is_running,
+)
 from autograder.kernel_entry import UNSAFE_TO_FORK
-from autograder.kernel import (SOCKETS_IN_SANDBOX, SandboxedKernelManager, discard, guarded_context,
-                               is_running)
 from autograder.messages import BoundedSession
 from autograder.outputs import content_size
 from autograder.sandbox import Sandbox
@@ -51,7 +56,7 @@ class TemplateUnusable(Exception):
     kernels start as any kernel, and each submission's details say so."""
 
 
-def template(config, staging: Path, uid: int, slot: int = 0) -> "TestKernel":
+def template(config, staging: Path, uid: int, slot: int = 0) -> TestKernel:
     """The test-kernel template of one grading thread (``slot``) for ``staging`` (the
     assignment's test files), run as ``uid``."""
     key = (str(staging), uid, slot)
@@ -93,7 +98,7 @@ class TestKernel:
     def reused(self) -> bool:
         return self.km is not None and self.uses > 0
 
-    async def session(self, plan, cell_timeout: float, budget) -> "Session":
+    async def session(self, plan, cell_timeout: float, budget) -> Session:
         """A fresh test kernel for one submission: forked from the template, or, where no
         template can serve (``without_template`` says why), started as any kernel."""
         if self.without_template is None:
@@ -104,7 +109,7 @@ class TestKernel:
                 self.without_template = str(exc)
         return await self._started_session(plan, cell_timeout, budget)
 
-    async def _forked_session(self, plan, cell_timeout: float, budget) -> "Session":
+    async def _forked_session(self, plan, cell_timeout: float, budget) -> Session:
         if self.km is not None and not await self.km.is_alive():
             self.close()
         if self.km is None:
@@ -127,7 +132,7 @@ class TestKernel:
         kc.load_connection_info({**connection, "ip": ip})
         return await self._ready(Session(self, kc, plan, cell_timeout, budget))
 
-    async def _started_session(self, plan, cell_timeout: float, budget) -> "Session":
+    async def _started_session(self, plan, cell_timeout: float, budget) -> Session:
         """A test kernel started as any kernel (no template): closed with its session."""
         self.close()
         await self._start(template=False)
@@ -135,7 +140,7 @@ class TestKernel:
         self.forked = []
         return await self._ready(Session(self, self.km.client(), plan, cell_timeout, budget))
 
-    async def _ready(self, session: "Session") -> "Session":
+    async def _ready(self, session: Session) -> Session:
         session.kc.start_channels()
         try:
             await session.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)

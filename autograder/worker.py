@@ -30,8 +30,15 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import (execute, fates, gradebooks, nbgrader_threads, safefiles, student_kernels,
-                        testkernel)
+from autograder import (
+    execute,
+    fates,
+    gradebooks,
+    nbgrader_threads,
+    safefiles,
+    student_kernels,
+    testkernel,
+)
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import Sandbox, gpu_devices, unprivileged

@@ -21,10 +21,9 @@ import statistics
 import time
 from pathlib import Path
 
-import tomllib
-
 import nbclient
 import nbformat
+import tomllib
 from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]

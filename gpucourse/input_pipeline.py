@@ -219,7 +219,7 @@ class Pipeline:
         return (f"{self.steady_ms():.3g} ms a batch in steady state · bottleneck: "
                 f"{self.bottleneck()} · GPU busy {self.gpu_busy():.0%} of the time")
 
-    def with_settings(self, **changes) -> "Pipeline":
+    def with_settings(self, **changes) -> Pipeline:
         return Pipeline(self.speeds, replace(self.settings, **changes))
 
 

@@ -60,7 +60,7 @@ class Race:
     # -- the two ways to build a race ---------------------------------------------------
     @classmethod
     def ticks(cls, numbers: int = 256, cpu_per_tick: int = 8, gpu_per_tick: int = 256,
-              copy_ticks: int = 40) -> "Race":
+              copy_ticks: int = 40) -> Race:
         """The seed's race: made-up speeds, real shape."""
         if min(numbers, cpu_per_tick, gpu_per_tick) < 1 or copy_ticks < 0:
             raise ValueError("Race.ticks: counts must be at least 1 and copy_ticks at least 0")
@@ -72,7 +72,7 @@ class Race:
     @classmethod
     def measured(cls, cpu_step_ms: float, gpu_step_ms: float, copy_in_ms: float,
                  copy_out_ms: float, note: str = "measured on this machine",
-                 gpu_assumed: bool = False) -> "Race":
+                 gpu_assumed: bool = False) -> Race:
         """The same race on times in milliseconds, e.g. from ``gpucourse.measure``.
         ``gpu_assumed``: the GPU's times are assumed (no GPU to measure), and every
         sentence about who wins says so."""

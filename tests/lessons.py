@@ -14,7 +14,6 @@ from functools import cache
 
 import nbclient
 import nbformat
-
 from units import lesson
 
 SETUP_CELL = '''# Set-up. On Colab this installs the course's helper package, without touching

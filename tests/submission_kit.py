@@ -179,7 +179,8 @@ def public_names(source: Path) -> list[str]:
     less the names the answers themselves define."""
     import ast
 
-    from autograder.testplan import _parse as parse, defined_names
+    from autograder.testplan import _parse as parse
+    from autograder.testplan import defined_names
 
     nb = nbformat.read(source, as_version=4)
     answers: set[str] = set()

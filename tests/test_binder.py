@@ -12,15 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import tomllib
 import venv
 from pathlib import Path
 
 import pytest
-from packaging.specifiers import SpecifierSet
-
+import tomllib
 from course_package import copy_package, pip, run
+from packaging.specifiers import SpecifierSet
 
 TORCH_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 PLUGIN = re.compile(r"@jupyter/nbgrader:[\w-]+")

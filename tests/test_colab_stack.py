@@ -20,11 +20,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_package import copy_package, pip, run
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
-
-from course_package import copy_package, pip, run
 from units import UNITS
 
 COLAB_PINS = [

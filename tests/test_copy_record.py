@@ -14,10 +14,10 @@ import types
 
 import pytest
 import torch
-
-from autograder import protocol, student_side, test_side
 from test_release import checks_of
 from units import submissions
+
+from autograder import protocol, student_side, test_side
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 

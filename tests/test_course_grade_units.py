@@ -17,10 +17,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from units import ROOT, UNITS, submissions
 
 from tests import mutation
 from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgrader
-from units import ROOT, UNITS, submissions
 
 CLI = str(Path(sys.executable).parent / "course-grade")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(

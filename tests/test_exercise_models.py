@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-
-from gpucourse.input_pipeline import Pipeline, Settings, Speeds
 from test_release import checks_of
 from units import submissions
+
+from gpucourse.input_pipeline import Pipeline, Settings, Speeds
 
 SUBS = submissions("gpu_data_loading")
 

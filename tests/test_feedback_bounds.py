@@ -7,9 +7,9 @@ import copy
 
 import nbformat
 import pytest
+from units import UNITS, release
 
 from autograder.feedback import BoundedMarkup
-from units import UNITS, release
 
 
 def _bounded(nb):

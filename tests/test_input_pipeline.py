@@ -4,10 +4,16 @@ import math
 
 import pytest
 import torch
-
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from gpucourse.image_batches import MEAN, STD, SyntheticImages, channel_stats, measure_speeds, normalize
+from gpucourse.image_batches import (
+    MEAN,
+    STD,
+    SyntheticImages,
+    channel_stats,
+    measure_speeds,
+    normalize,
+)
 from gpucourse.input_pipeline import Pipeline, Settings, Speeds, assumed_speeds
 
 

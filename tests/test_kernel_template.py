@@ -9,10 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import tempfile
-from pathlib import Path
 
-import psutil
 import pytest
 from traitlets.config import Config
 

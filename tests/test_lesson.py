@@ -3,8 +3,9 @@ committed. What every lesson has is tested for every unit in test_lessons.py."""
 import re
 
 import pytest
-
-from lessons import cell_with, committed as committed_lesson, executed as executed_lesson, printed
+from lessons import cell_with, printed
+from lessons import committed as committed_lesson
+from lessons import executed as executed_lesson
 from lessons import markdown as _markdown
 
 UNIT = "gpu_tensors"

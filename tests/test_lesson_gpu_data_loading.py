@@ -3,9 +3,9 @@ committed. What every lesson has is tested for every unit in test_lessons.py."""
 import re
 
 import pytest
-
-from lessons import cell_with, committed as committed_lesson, executed as executed_lesson
-from lessons import flat, markdown, printed
+from lessons import cell_with, flat, markdown, printed
+from lessons import committed as committed_lesson
+from lessons import executed as executed_lesson
 from units import submissions
 
 UNIT = "gpu_data_loading"
@@ -151,10 +151,10 @@ def test_the_lesson_defines_the_three_cases_of_the_model(committed):
     assert "how long does a batch take one after another (no workers, pageable memory)?" in text
     # The model has exactly these three cases.
     speeds = assumed_speeds()
-    for workers, pinned, side, expected in [(0, False, False, lambda l, c, g: l + c + g),
-                                            (2, True, False, lambda l, c, g: max(l, c + g)),
-                                            (2, False, True, lambda l, c, g: max(l, c + g)),
-                                            (2, True, True, lambda l, c, g: max(l, c, g))]:
+    for workers, pinned, side, expected in [(0, False, False, lambda load, copy, gpu: load + copy + gpu),
+                                            (2, True, False, lambda load, copy, gpu: max(load, copy + gpu)),
+                                            (2, False, True, lambda load, copy, gpu: max(load, copy + gpu)),
+                                            (2, True, True, lambda load, copy, gpu: max(load, copy, gpu))]:
         pipeline = Pipeline(speeds, Settings(workers=workers, pinned=pinned, side_stream=side))
         stage = pipeline.stage_ms()
         load = stage["load"]

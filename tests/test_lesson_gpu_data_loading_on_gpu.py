@@ -3,7 +3,6 @@ False): what it shows there instead of what it says a GPU would show."""
 import nbclient
 import nbformat
 import pytest
-
 from lessons import cell_with, printed
 
 pytestmark = pytest.mark.gpu

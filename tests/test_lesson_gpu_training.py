@@ -3,9 +3,9 @@ committed. What every lesson has is tested for every unit in test_lessons.py."""
 import re
 
 import pytest
-
-from lessons import cell_with, committed as committed_lesson, executed as executed_lesson
-from lessons import flat, markdown, printed
+from lessons import cell_with, flat, markdown, printed
+from lessons import committed as committed_lesson
+from lessons import executed as executed_lesson
 from units import submissions
 
 UNIT = "gpu_training"
@@ -88,7 +88,8 @@ def test_host_reads_are_found_by_running_them_and_only_the_running_total_stays(e
     assert len(lines) == 7
     for line in ["loss.item()", "float(loss)", "print(loss)", "loss.cpu()",
                  "loss.detach().cpu().numpy()", "if loss < 0.1: ..."]:
-        assert any(l.startswith(f"{line}: reads the value on the host (on meta") for l in lines), line
+        assert any(said.startswith(f"{line}: reads the value on the host (on meta")
+                   for said in lines), line
     assert lines[-1].startswith("total += loss.detach(): stays on the device")
 
 

@@ -5,12 +5,19 @@ test_lesson.py (gpu_tensors) and test_lesson_<unit>.py."""
 from __future__ import annotations
 
 import re
-import tomllib
 
 import pytest
-
-from lessons import (SETUP_CELL, committed, deliberate_outputs, executed, main_path_and_further,
-                     markdown, minutes, stated_time)
+import tomllib
+from lessons import (
+    SETUP_CELL,
+    committed,
+    deliberate_outputs,
+    executed,
+    main_path_and_further,
+    markdown,
+    minutes,
+    stated_time,
+)
 from units import ROOT, UNITS, lesson, release
 
 LEVELS = ("Beginner", "Intermediate", "Advanced")

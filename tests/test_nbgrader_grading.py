@@ -19,7 +19,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
-
 from units import UNITS, submissions
 
 pytestmark = pytest.mark.slow

@@ -6,10 +6,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 
 import pytest
-
+import tomllib
 from units import UNITS
 
 MOVED = "https://github.com/another-owner/renamed-course"

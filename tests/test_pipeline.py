@@ -17,7 +17,14 @@ import nbformat
 import pytest
 
 from autograder import importers
-from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course, full_class, place_class, sentinel
+from tests.class_fixture import (
+    ASSIGNMENT,
+    NOTEBOOK,
+    build_course,
+    full_class,
+    place_class,
+    sentinel,
+)
 from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 CLI = str(Path(sys.executable).parent / "course-grade")

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-
 import submissions as subs
+from nbclient import NotebookClient
 from units import UNITS, submissions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -440,7 +439,7 @@ def test_training_call_lets_a_stub_raise_and_silences_warnings(training_checks):
         raise NotImplementedError()
 
     def warns(*args):
-        warnings.warn("copying from a non-meta parameter is a no-op")
+        warnings.warn("copying from a non-meta parameter is a no-op", stacklevel=2)
         return 1.0
 
     training_checks.update(stub=stub, warns=warns)

@@ -8,7 +8,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from units import UNITS
 
 pytestmark = pytest.mark.slow

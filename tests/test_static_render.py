@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from html import unescape
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbconvert import HTMLExporter
-
 from units import UNITS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,14 +23,14 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 LESSON = "notebooks/gpu_tensors.ipynb"
 
 
-@lru_cache(maxsize=None)
+@cache
 def render(name: str) -> str:
     """The notebook as nbconvert's HTML, from its saved outputs only: no kernel runs."""
     html, _ = exporter().from_notebook_node(nbformat.read(ROOT / name, as_version=4))
     return html
 
 
-@lru_cache(maxsize=None)
+@cache
 def exporter() -> HTMLExporter:
     return HTMLExporter()
 

@@ -5,8 +5,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gpucourse.training import (GpuModel, ReadCost, Segment, Trainer, make_network, measure_reads,
-                                parameter_count, spirals, waits)
+from gpucourse.training import (
+    GpuModel,
+    ReadCost,
+    Segment,
+    Trainer,
+    make_network,
+    measure_reads,
+    parameter_count,
+    spirals,
+    waits,
+)
 
 
 def test_spirals_are_the_same_anywhere_and_made_on_the_device_asked_for():

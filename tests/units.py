@@ -9,8 +9,9 @@ first unit, ``submissions``, its name from before there were others), with the s
 from __future__ import annotations
 
 import importlib
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
-
 from notebook_ui import code_cell, error_text, open_notebook, run_cell
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

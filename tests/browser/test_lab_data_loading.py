@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
-
 from notebook_ui import open_notebook, output_text, run_all_cells
+from playwright.sync_api import expect
 from test_lab_training import focused_in, tab_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -37,7 +36,7 @@ def test_data_loading_lesson_runs_and_the_timeline_is_played_with_the_keyboard(l
         page.keyboard.press("ArrowRight")
     expect(workers).to_have_attribute("aria-valuenow", re.compile(r"^3(\.0)?$"))
     for box in (".pipeline-pinned", ".pipeline-stream"):
-        tab_until(page, lambda: focused_in(page, box))
+        tab_until(page, lambda: focused_in(page, box))  # noqa: B023 - called here, at once
         page.keyboard.press("Space")
         expect(page.locator(f"{box} input")).to_be_checked()
     uint8 = page.locator(".pipeline-dtype button", has_text="uint8")

@@ -3,9 +3,8 @@ from the keyboard: both sliders set, Train pressed, Stop pressed."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
-
 from notebook_ui import open_notebook, output_text, run_all_cells
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
