@@ -2,6 +2,7 @@
 
 Each option says why it is set. Folders are relative to this file's folder, the course root.
 """
+
 import os
 import sys
 
@@ -58,19 +59,19 @@ c.LimitOutput.max_traceback = 50
 # section. Every grading kernel (the student's and the trusted test kernel) runs under
 # bubblewrap with these limits, and a kernel that breaks one is killed with its whole
 # process tree.
-c.Sandbox.cpu_seconds = 300        # CPU time of the kernel (RLIMIT_CPU)
-c.Sandbox.wall_seconds = 600       # lifetime of the kernel, whatever it is doing
-c.Sandbox.max_cpus = 1.5           # cores its processes may keep busy together (over 4 s)
-c.Sandbox.memory_mb = 4096         # resident memory of the process tree + its tmpfs files
+c.Sandbox.cpu_seconds = 300  # CPU time of the kernel (RLIMIT_CPU)
+c.Sandbox.wall_seconds = 600  # lifetime of the kernel, whatever it is doing
+c.Sandbox.max_cpus = 1.5  # cores its processes may keep busy together (over 4 s)
+c.Sandbox.memory_mb = 4096  # resident memory of the process tree + its tmpfs files
 # RLIMIT_AS (2 x memory_mb per process) stops fast allocations early but breaks CUDA:
 # set False when grading on a GPU (and bind /dev/nvidia* with Sandbox.extra_ro_binds).
 c.Sandbox.address_space_limit = True
-c.Sandbox.disk_mb = 512            # the kernel's writable /tmp (its working folder): disk quota
-c.Sandbox.shm_mb = 256             # the kernel's /dev/shm
-c.Sandbox.max_processes = 256      # processes + threads (RLIMIT_NPROC): stops fork bombs
-c.Sandbox.max_output_mb = 2        # output kept per notebook, on every path; the rest is dropped
-c.Sandbox.max_message_mb = 64      # largest message a kernel may send the grader
-c.Sandbox.max_file_mb = 200        # largest file a kernel may write
+c.Sandbox.disk_mb = 512  # the kernel's writable /tmp (its working folder): disk quota
+c.Sandbox.shm_mb = 256  # the kernel's /dev/shm
+c.Sandbox.max_processes = 256  # processes + threads (RLIMIT_NPROC): stops fork bombs
+c.Sandbox.max_output_mb = 2  # output kept per notebook, on every path; the rest is dropped
+c.Sandbox.max_message_mb = 64  # largest message a kernel may send the grader
+c.Sandbox.max_file_mb = 200  # largest file a kernel may write
 # LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`): entries named like
 # Blackboard's, <prefix>_<student>_attempt_<date>_<file>. The LMS writes everything up to
 # the date; the file name after it is the student's own, so the id is what lies between

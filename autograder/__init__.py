@@ -1,4 +1,5 @@
 """The instructor's grading pipeline: import, sandboxed parallel autograde, feedback, export."""
+
 import sys
 
 # jsonschema imports rfc3987_syntax where it is installed (jupyter_events' format-nongpl

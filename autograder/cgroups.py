@@ -10,6 +10,7 @@ v1 (``/sys/fs/cgroup/memory`` and ``/sys/fs/cgroup/cpu``). Where neither can be 
 (an ordinary user, a locked-down container), ``unavailable()`` says why, and the
 watchdog's own limits stand alone.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,8 +58,9 @@ class KernelGroup:
                 self.memory = self._make(ROOT / "memory" / BASE)
                 self.cpu = self._make(ROOT / "cpu" / BASE)
                 _write(self.memory / "memory.limit_in_bytes", str(memory_bytes))
-                _write(self.memory / "memory.memsw.limit_in_bytes", str(memory_bytes),
-                       optional=True)  # no swapping out to hide, where swap is counted
+                _write(
+                    self.memory / "memory.memsw.limit_in_bytes", str(memory_bytes), optional=True
+                )  # no swapping out to hide, where swap is counted
                 if cpus:
                     _write(self.cpu / "cpu.cfs_period_us", str(PERIOD_US))
                     _write(self.cpu / "cpu.cfs_quota_us", str(int(cpus * PERIOD_US)))

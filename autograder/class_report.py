@@ -12,6 +12,7 @@ every test calls (``hints_of``). A student's words in a message (an exception's 
 string answer) are never filed as a hint: at most they repeat the test's own words, for
 the test cell they failed, once.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,33 +41,46 @@ def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path
     max_score = max((o["max_score"] for o in graded), default=0)
     page = PAGE.format(
         title=html.escape(assignment),
-        summary=html.escape(f"{len(outcomes)} students; {len(graded)} graded; "
-                            f"mean {sum(scores) / len(scores):.1f} of {max_score:g}" if scores
-                            else f"{len(outcomes)} students; none graded"),
+        summary=html.escape(
+            f"{len(outcomes)} students; {len(graded)} graded; "
+            f"mean {sum(scores) / len(scores):.1f} of {max_score:g}"
+            if scores
+            else f"{len(outcomes)} students; none graded"
+        ),
         histogram=_png(_histogram(scores, max_score)) if scores else "<p>No scores yet.</p>",
         questions="".join(
             f"<tr><td>{html.escape(q)}</td><td>{points:g}</td><td>{n}</td>"
             f"<td>{100 * passed / n:.0f}%</td><td>{mean:.2f}</td></tr>"
-            for q, (points, n, passed, mean) in questions.items()),
+            for q, (points, n, passed, mean) in questions.items()
+        ),
         rates=_png(_rates(questions)) if questions else "",
         mistakes="".join(
             f"<tr><td>{count}</td><td>{html.escape(cell)}</td><td>{html.escape(hint)}</td></tr>"
-            for (cell, hint), count in sorted(mistakes.items(),
-                                              key=lambda kv: (-kv[1], kv[0]))[:SHOWN_MISTAKES]),
-        fates="".join(f"<tr><td>{html.escape(f)}</td><td>{fates[f]}</td><td>"
-                      + html.escape(", ".join(o["student_id"] for o in outcomes if o["fate"] == f))
-                      + "</td></tr>" for f in FATES if fates[f]),
+            for (cell, hint), count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))[
+                :SHOWN_MISTAKES
+            ]
+        ),
+        fates="".join(
+            f"<tr><td>{html.escape(f)}</td><td>{fates[f]}</td><td>"
+            + html.escape(", ".join(o["student_id"] for o in outcomes if o["fate"] == f))
+            + "</td></tr>"
+            for f in FATES
+            if fates[f]
+        ),
         by_question="".join(
             f"<tr><td>{html.escape(q)}</td><td>{points:g}</td>"
             f"<td>{_mean([o['questions'].get(q, 0) for o in graded if 'questions' in o]):.2f}</td>"
             f"<td>{_full([o['questions'].get(q, 0) for o in graded if 'questions' in o], points)}</td></tr>"
-            for q, points in asked.items()),
+            for q, points in asked.items()
+        ),
         question_heads="".join(f"<th>{html.escape(q)}</th>" for q in asked),
         students="".join(
             f"<tr><td>{html.escape(o['student_id'])}</td>"
             + "".join(f"<td>{o['questions'].get(q, 0):g}</td>" for q in asked)
             + f"<td>{o['score']:g}</td><td>{o.get('late_penalty') or 0:g}</td></tr>"
-            for o in graded if "questions" in o),
+            for o in graded
+            if "questions" in o
+        ),
     )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "class-report.html"
@@ -81,10 +95,15 @@ def _question_points(course_root: Path, assignment: str) -> dict[str, float]:
     from autograder.report import questions
 
     with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
-        points = {c.name: c.max_score for nb in gb.find_assignment(assignment).notebooks
-                  for c in nb.grade_cells}
-    return {q: sum(points.get(c, 0) for c in cells)
-            for q, cells in questions(course_root, assignment).items()}
+        points = {
+            c.name: c.max_score
+            for nb in gb.find_assignment(assignment).notebooks
+            for c in nb.grade_cells
+        }
+    return {
+        q: sum(points.get(c, 0) for c in cells)
+        for q, cells in questions(course_root, assignment).items()
+    }
 
 
 def _mean(values: list[float]) -> float:
@@ -165,7 +184,9 @@ def _literals(code: str) -> set[str]:
     f-string after its last value. Other strings (a check's plain failure, "not defined
     yet") say what went wrong with one notebook, not a misconception."""
     try:
-        tree = ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith("%")))
+        tree = ast.parse(
+            "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("%"))
+        )
     except SyntaxError:
         return set()
     found = set()
@@ -175,7 +196,11 @@ def _literals(code: str) -> set[str]:
         node = pair.elts[1]
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
-        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[-1], ast.Constant):
+        elif (
+            isinstance(node, ast.JoinedStr)
+            and node.values
+            and isinstance(node.values[-1], ast.Constant)
+        ):
             text = str(node.values[-1].value)
         else:
             continue
@@ -232,7 +257,9 @@ def _png(fig) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
-    return f'<img alt="" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+    return (
+        f'<img alt="" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+    )
 
 
 PAGE = """<!DOCTYPE html>

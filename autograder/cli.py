@@ -15,6 +15,7 @@ path, a lost cluster), 130 when interrupted (Ctrl-C: what was graded is kept), 1
 anything unexpected. Everything the instructor must fix is checked before the course
 folder is touched.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,36 +42,79 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="course-grade", description=__doc__.split("\n\n")[0])
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("assignment", nargs="?", help="assignment id, e.g. gpu_tensors")
-    which.add_argument("--all", action="store_true",
-                       help="every assignment in source/ (what is in submitted/, or --collect)")
+    which.add_argument(
+        "--all",
+        action="store_true",
+        help="every assignment in source/ (what is in submitted/, or --collect)",
+    )
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--collect", action="store_true",
-                        help="import from the nbgrader exchange (nbgrader collect)")
-    source.add_argument("--zip", type=Path, metavar="FILE",
-                        help="import an LMS zip download (one assignment)")
-    source.add_argument("--folder", type=Path, metavar="DIR",
-                        help="import a folder of notebooks named <student>.ipynb (one assignment)")
-    p.add_argument("--course", type=Path, default=Path.cwd(),
-                   help="course folder holding nbgrader_config.py (default: here)")
-    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
-                   help="submissions graded at once on this machine (default: the number of CPUs)")
-    p.add_argument("--student", action="append", dest="students", metavar="ID",
-                   help="grade only this student (repeatable); with --force, grade them again "
-                   "even if unchanged (as nbgrader autograde --student)")
-    p.add_argument("--report-only", action="store_true",
-                   help="grade nothing: rewrite reports and exports from the gradebook and "
-                   "regenerate feedback (after manual grading in formgrader)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="grade on a Dask cluster: its scheduler, e.g. tcp://10.0.0.5:8786")
-    p.add_argument("--gpu", action="store_true",
-                   help="grade on GPUs: bind /dev/nvidia* into the sandbox, no address-space "
-                   "limit, one GPU per worker")
-    p.add_argument("--export", choices=["canvas"], action="append", default=[],
-                   help="also write grades in an LMS's import format (canvas: grades-canvas.csv)")
-    p.add_argument("--force", action="store_true",
-                   help="grade every submission again, even unchanged ones")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run student code WITHOUT bubblewrap (only for trusted submissions)")
+    source.add_argument(
+        "--collect",
+        action="store_true",
+        help="import from the nbgrader exchange (nbgrader collect)",
+    )
+    source.add_argument(
+        "--zip", type=Path, metavar="FILE", help="import an LMS zip download (one assignment)"
+    )
+    source.add_argument(
+        "--folder",
+        type=Path,
+        metavar="DIR",
+        help="import a folder of notebooks named <student>.ipynb (one assignment)",
+    )
+    p.add_argument(
+        "--course",
+        type=Path,
+        default=Path.cwd(),
+        help="course folder holding nbgrader_config.py (default: here)",
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="submissions graded at once on this machine (default: the number of CPUs)",
+    )
+    p.add_argument(
+        "--student",
+        action="append",
+        dest="students",
+        metavar="ID",
+        help="grade only this student (repeatable); with --force, grade them again "
+        "even if unchanged (as nbgrader autograde --student)",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="grade nothing: rewrite reports and exports from the gradebook and "
+        "regenerate feedback (after manual grading in formgrader)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on a Dask cluster: its scheduler, e.g. tcp://10.0.0.5:8786",
+    )
+    p.add_argument(
+        "--gpu",
+        action="store_true",
+        help="grade on GPUs: bind /dev/nvidia* into the sandbox, no address-space "
+        "limit, one GPU per worker",
+    )
+    p.add_argument(
+        "--export",
+        choices=["canvas"],
+        action="append",
+        default=[],
+        help="also write grades in an LMS's import format (canvas: grades-canvas.csv)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="grade every submission again, even unchanged ones"
+    )
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run student code WITHOUT bubblewrap (only for trusted submissions)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.all and (args.zip or args.folder):
@@ -125,8 +169,11 @@ def run(args, course: Path) -> int:
     kept = []  # outcomes recorded this run, for the message if it is interrupted
     try:
         if args.no_sandbox and not args.report_only:
-            print("course-grade: WARNING: --no-sandbox: student code runs as you, with your "
-                  "files and network. Use it only for submissions you trust.", file=sys.stderr)
+            print(
+                "course-grade: WARNING: --no-sandbox: student code runs as you, with your "
+                "files and network. Use it only for submissions you trust.",
+                file=sys.stderr,
+            )
         assignments = [args.assignment] if args.assignment else all_assignments(course)
         for assignment in assignments:  # before anything in the course is touched
             check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
@@ -141,17 +188,24 @@ def run(args, course: Path) -> int:
                     run_import(args, course, assignment)
                     for student in args.students or ():
                         if not (course / "submitted" / student / assignment).is_dir():
-                            print(f"course-grade: --student {student}: nothing in "
-                                  f"submitted/{student}/{assignment} to grade", file=sys.stderr)
-                    graded[assignment] = run_grading(args, course, assignment, executor,
-                                                     kept.append)
+                            print(
+                                f"course-grade: --student {student}: nothing in "
+                                f"submitted/{student}/{assignment} to grade",
+                                file=sys.stderr,
+                            )
+                    graded[assignment] = run_grading(
+                        args, course, assignment, executor, kept.append
+                    )
     except (InstructorError, importers.ImportFailed) as exc:
         print(f"course-grade: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\ncourse-grade: interrupted. {len(kept)} submission(s) graded in this run "
-              "are kept (gradebook, feedback, ledger); run the same command to grade the "
-              "rest (nothing is graded twice).", file=sys.stderr)
+        print(
+            f"\ncourse-grade: interrupted. {len(kept)} submission(s) graded in this run "
+            "are kept (gradebook, feedback, ledger); run the same command to grade the "
+            "rest (nothing is graded twice).",
+            file=sys.stderr,
+        )
         return 130
     grades = course / "grades.csv"
     export_grades(course, assignments, grades)
@@ -177,19 +231,26 @@ def warn_of_manual_grades(course: Path, graded: dict[str, list[dict]]) -> None:
     grades.csv and the reports), but its new feedback page was made from the automatic
     scores: say so, before the instructor releases it."""
     for assignment, outcomes in graded.items():
-        students = with_manual_grades(course, assignment, [
-            o["student_id"] for o in outcomes if o.get("this_run") == "graded"])
+        students = with_manual_grades(
+            course, assignment, [o["student_id"] for o in outcomes if o.get("this_run") == "graded"]
+        )
         if students:
-            print(f"course-grade: NOTE: {', '.join(students)} had manual grades in "
-                  f"formgrader; the gradebook, grades.csv and the reports keep them, but "
-                  f"their new feedback pages show only the automatic scores. Run "
-                  f"`course-grade {assignment} --report-only` before `nbgrader "
-                  f"release_feedback {assignment}`.", file=sys.stderr)
+            print(
+                f"course-grade: NOTE: {', '.join(students)} had manual grades in "
+                f"formgrader; the gradebook, grades.csv and the reports keep them, but "
+                f"their new feedback pages show only the automatic scores. Run "
+                f"`course-grade {assignment} --report-only` before `nbgrader "
+                f"release_feedback {assignment}`.",
+                file=sys.stderr,
+            )
 
 
 def all_assignments(course: Path) -> list[str]:
-    found = sorted(p.name for p in (course / "source").iterdir()
-                   if p.is_dir() and inbox.expected_notebooks(course, p.name))
+    found = sorted(
+        p.name
+        for p in (course / "source").iterdir()
+        if p.is_dir() and inbox.expected_notebooks(course, p.name)
+    )
     if not found:
         raise InstructorError(f"no assignments in {course / 'source'}")
     return found
@@ -206,12 +267,16 @@ def executor_for(args):
     try:
         client = Client(args.scheduler, timeout="20s")
     except OSError as exc:
-        raise InstructorError(f"cannot reach the Dask scheduler at {args.scheduler} ({exc}); "
-                              "start it with `dask scheduler`") from None
+        raise InstructorError(
+            f"cannot reach the Dask scheduler at {args.scheduler} ({exc}); "
+            "start it with `dask scheduler`"
+        ) from None
     if not client.scheduler_info().get("workers"):
         client.close()
-        raise InstructorError(f"the Dask scheduler at {args.scheduler} has no workers; start "
-                              "them with `dask worker " + args.scheduler + "`")
+        raise InstructorError(
+            f"the Dask scheduler at {args.scheduler} has no workers; start "
+            "them with `dask worker " + args.scheduler + "`"
+        )
     # A job runs once on one worker; Dask moves it elsewhere if its worker dies.
     options = {"pure": False}
     if args.gpu:
@@ -243,12 +308,25 @@ def run_import(args, course: Path, assignment: str) -> None:
 def run_grading(args, course: Path, assignment: str, executor, on_result=None) -> list[dict]:
     from tqdm import tqdm
 
-    with tqdm(total=0, desc=f"grading {assignment}", unit="submission", file=sys.stderr,
-              disable=args.no_progress) as bar:
-        return grade_assignment(course, assignment, jobs=args.jobs, sandbox=not args.no_sandbox,
-                                force=args.force, executor=executor, gpu=args.gpu, progress=bar,
-                                on_result=on_result,
-                                students=set(args.students) if args.students else None)
+    with tqdm(
+        total=0,
+        desc=f"grading {assignment}",
+        unit="submission",
+        file=sys.stderr,
+        disable=args.no_progress,
+    ) as bar:
+        return grade_assignment(
+            course,
+            assignment,
+            jobs=args.jobs,
+            sandbox=not args.no_sandbox,
+            force=args.force,
+            executor=executor,
+            gpu=args.gpu,
+            progress=bar,
+            on_result=on_result,
+            students=set(args.students) if args.students else None,
+        )
 
 
 def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> None:
@@ -265,8 +343,9 @@ def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> 
         config.CourseDirectory.student_id = student
         ok, log = _run_nbgrader("GenerateFeedback", config)
         if not ok:
-            print(f"course-grade: {student}: feedback failed: {log.strip()[-300:]}",
-                  file=sys.stderr)
+            print(
+                f"course-grade: {student}: feedback failed: {log.strip()[-300:]}", file=sys.stderr
+            )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ next to nbgrader's own options, and then adds the pieces only ``course-grade`` u
 two-kernel Execute, a gradebook URL with a busy timeout, and feedback that hides hidden
 tests and is sanitized, whatever the course's own file says.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,7 +56,10 @@ def exchange_config(course_root: Path) -> Config:
 
 
 def gradebook_url(config: Config, course_root: Path) -> str:
-    url = config.CourseDirectory.get("db_url") or f"sqlite:///{Path(course_root).resolve()}/gradebook.db"
+    url = (
+        config.CourseDirectory.get("db_url")
+        or f"sqlite:///{Path(course_root).resolve()}/gradebook.db"
+    )
     if url.startswith("sqlite") and "timeout=" not in url:
         url += ("&" if "?" in url else "?") + f"timeout={SQLITE_BUSY_TIMEOUT}"
     return url
@@ -64,8 +68,10 @@ def gradebook_url(config: Config, course_root: Path) -> str:
 def file_limits(config: Config) -> tuple[int, int]:
     """Bytes per file and per submission folder: nbgrader's own CourseDirectory limits."""
     course = config.CourseDirectory
-    return (int(course.get("max_file_size", 100_000)) * 1000,
-            int(course.get("max_dir_size", 1_000_000)) * 1000)
+    return (
+        int(course.get("max_file_size", 100_000)) * 1000,
+        int(course.get("max_dir_size", 1_000_000)) * 1000,
+    )
 
 
 def grading_config(course_root: Path) -> Config:
@@ -78,7 +84,8 @@ def grading_config(course_root: Path) -> Config:
     # the notebook), and each check validates every cell against the schema anew.
     config.Autograde.autograde_preprocessors = [
         "autograder.execute.TwoKernelExecute" if _is_named(p, "Execute") else p
-        for p in preprocessors if not _is_named(p, "CheckCellMetadata")
+        for p in preprocessors
+        if not _is_named(p, "CheckCellMetadata")
     ]
     # nbconvert validates the whole notebook after each of autograde's preprocessors (a
     # tenth of a CPU second a submission); once, after the last, still refuses a bad one.

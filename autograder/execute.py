@@ -22,6 +22,7 @@ the error of an execute reply. The batch always goes on: a student's kernel that
 gives the cells after it an error output, and a test kernel that cannot finish has
 every test cell's points withheld (``withheld``), never given.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -78,17 +79,23 @@ class TwoKernelExecute(Execute):
     """Answer cells in the student's kernel, test cells in the trusted test kernel."""
 
     source_notebook = Unicode("", help="The source notebook (solutions, hidden tests).").tag(
-        config=True)
+        config=True
+    )
     student_files = Unicode("", help="Folder of regular files for the student's kernel.").tag(
-        config=True)
+        config=True
+    )
     test_files = Unicode("", help="Folder of regular files for the test kernel.").tag(config=True)
     test_uid = Integer(-1, help="As root: the test kernel's uid.").tag(config=True)
     test_slot = Integer(0, help="The grading thread's slot: its own test-kernel template.").tag(
-        config=True)
-    record = Any(None, allow_none=True, help="A dict of the job's own, given by the worker: "
-                 "this run's events and seconds per step are put in it (nbgrader makes the "
-                 "preprocessor, so this is how they reach the job, whatever thread runs it).").tag(
-        config=True)
+        config=True
+    )
+    record = Any(
+        None,
+        allow_none=True,
+        help="A dict of the job's own, given by the worker: "
+        "this run's events and seconds per step are put in it (nbgrader makes the "
+        "preprocessor, so this is how they reach the job, whatever thread runs it).",
+    ).tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", ForkedKernelManager)
@@ -101,8 +108,9 @@ class TwoKernelExecute(Execute):
         self._check_assign_resources(resources)
         self.reset_execution_trackers()
         self.events = []
-        self.budget = OutputBudget(Sandbox(config=self.config).max_output_mb * 1_000_000,
-                                   self.events)
+        self.budget = OutputBudget(
+            Sandbox(config=self.config).max_output_mb * 1_000_000, self.events
+        )
         self._stopped_by = ""
         self.answers_changed = True  # the test kernel must fetch the answers again
         self.seconds = Clock()
@@ -111,10 +119,14 @@ class TwoKernelExecute(Execute):
 
     async def _async_grade(self) -> None:
         plan = testplan.read(self.source_notebook)
-        tests = {i for i, c in enumerate(self.nb.cells)
-                 if c.cell_type == "code" and grade_id(c) in plan.tests}
-        kernel = testkernel.template(self.config, Path(self.test_files), self.test_uid,
-                                     self.test_slot)
+        tests = {
+            i
+            for i, c in enumerate(self.nb.cells)
+            if c.cell_type == "code" and grade_id(c) in plan.tests
+        }
+        kernel = testkernel.template(
+            self.config, Path(self.test_files), self.test_uid, self.test_slot
+        )
         self.reused_test_kernel = kernel.reused
         session, student_events = None, []
         clock = self.seconds
@@ -129,8 +141,9 @@ class TwoKernelExecute(Execute):
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
                 starting.__exit__(None, None, None)
                 if getattr(self.km, "without_template", None):
-                    self.events.append(Event(Kind.NO_TEMPLATE, where="student",
-                                             reason=self.km.without_template))
+                    self.events.append(
+                        Event(Kind.NO_TEMPLATE, where="student", reason=self.km.without_template)
+                    )
                 with clock.step("test kernel: fork (beyond the student's start)"):
                     session = await forking
                 if kernel.without_template:
@@ -156,8 +169,9 @@ class TwoKernelExecute(Execute):
         self.events.extend(student_events)  # the watchdog's: memory, wall time
         self.km = None
         if self.record is not None:
-            self.record.update(events=self.events, seconds=dict(self.seconds),
-                               reused=self.reused_test_kernel)
+            self.record.update(
+                events=self.events, seconds=dict(self.seconds), reused=self.reused_test_kernel
+            )
 
     async def _run_student_cell(self, cell, index: int) -> None:
         runs = cell.cell_type == "code" and cell.source.strip()
@@ -179,13 +193,15 @@ class TwoKernelExecute(Execute):
             # cuts its output channel for good) or hangs its own output. Either way it
             # cannot be read any more.
             limit = Sandbox(config=self.config).max_message_mb
-            self.student_kernel_stopped(where, "its output could not be read (a message "
-                                        f"over {limit} MB, or none in time)")
+            self.student_kernel_stopped(
+                where, f"its output could not be read (a message over {limit} MB, or none in time)"
+            )
             await self.km.shutdown_kernel(now=True)
             cell.outputs = [error_output("KernelStopped", self._stopped_by)]
         except Exception as exc:  # noqa: BLE001 - a message nbclient cannot read, and so on
-            self.student_kernel_stopped(where, "it sent a message the grader cannot read "
-                                        f"({type(exc).__name__})")
+            self.student_kernel_stopped(
+                where, f"it sent a message the grader cannot read ({type(exc).__name__})"
+            )
             await self.km.shutdown_kernel(now=True)
             cell.outputs = [error_output("KernelStopped", self._stopped_by)]
 
@@ -222,8 +238,9 @@ class TwoKernelExecute(Execute):
     def _withhold(self, tests: set[int], why: str) -> None:
         self.events.append(Event(Kind.NEEDS_REVIEW, reason=why, reused=self.reused_test_kernel))
         for index in tests:
-            self.nb.cells[index].outputs = [error_output(
-                "Withheld", f"points withheld until the grader can check this: {why}")]
+            self.nb.cells[index].outputs = [
+                error_output("Withheld", f"points withheld until the grader can check this: {why}")
+            ]
 
     # -- output caps on every path of the student's kernel -------------------------------
     def process_message(self, msg, cell, cell_index):
@@ -280,13 +297,16 @@ class StudentBridge:
             return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
         if self.left <= 0:
             return protocol.failed("your functions already used this test's time")
-        code = ("__import__('autograder.student_side', fromlist=['_']).serve("
-                f"get_ipython(), {prompt!r})")
+        code = (
+            "__import__('autograder.student_side', fromlist=['_']).serve("
+            f"get_ipython(), {prompt!r})"
+        )
         kc = ex.kc
         # Silent: no execute_input echo, no execution count, no run-cell hooks; the reply
         # (a display) and the idle status still come. About 55 asks a submission.
-        msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False,
-                            stop_on_error=False)
+        msg_id = kc.execute(
+            code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False
+        )
         started = time.monotonic()
         if not protocol.is_describe(prompt):
             ex.answers_changed = True  # a function may have changed the notebook's globals
@@ -294,7 +314,9 @@ class StudentBridge:
             with ex.seconds.step("the student's functions, for tests"):
                 return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
         except asyncio.TimeoutError:
-            ex.events.append(Event(Kind.TIMEOUT, where="(a test's call)", limit=round(self.left, 1)))
+            ex.events.append(
+                Event(Kind.TIMEOUT, where="(a test's call)", limit=round(self.left, 1))
+            )
             await self._stop_student()
             return protocol.failed("your function did not finish in the test's time")
         except DeadKernelError:
@@ -321,8 +343,13 @@ class StudentBridge:
                 data = msg["content"].get("data", {}).get(protocol.REPLY_MIME)
                 if isinstance(data, str) and len(data) <= self.max_chars:
                     text = data
-        return text if text is not None else protocol.failed(
-            "your kernel sent no answer (did the notebook change how it runs code?)")
+        return (
+            text
+            if text is not None
+            else protocol.failed(
+                "your kernel sent no answer (did the notebook change how it runs code?)"
+            )
+        )
 
     async def _stop_student(self) -> None:
         ex = self.executor
@@ -332,5 +359,6 @@ class StudentBridge:
             del reply
         except Exception:  # noqa: BLE001 - it did not stop: it is stopped for good
             await ex.km.shutdown_kernel(now=True)
-            ex.student_kernel_stopped("a test's call", "a function of yours did not stop "
-                                      "when its time was up")
+            ex.student_kernel_stopped(
+                "a test's call", "a function of yours did not stop when its time was up"
+            )

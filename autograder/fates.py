@@ -5,6 +5,7 @@ the checks is the order of precedence: a submission whose tests could not be che
 "needs review" (its test points are withheld until a regrade with ``--force``), because
 that is what the instructor must look at first, whatever else happened.
 """
+
 from __future__ import annotations
 
 import signal
@@ -23,12 +24,19 @@ NO_NOTEBOOK = "no notebook"
 NEEDS_REVIEW = "needs review"
 # The grader's own failure (not the student's): nbgrader could not grade it at all.
 ERROR = "error"
-FATES = (GRADED, TIMED_OUT, KILLED_FOR_MEMORY, TOO_MANY_PROCESSES, INVALID_NOTEBOOK,
-         NO_NOTEBOOK, NEEDS_REVIEW, ERROR)
+FATES = (
+    GRADED,
+    TIMED_OUT,
+    KILLED_FOR_MEMORY,
+    TOO_MANY_PROCESSES,
+    INVALID_NOTEBOOK,
+    NO_NOTEBOOK,
+    NEEDS_REVIEW,
+    ERROR,
+)
 
 # bwrap exits 128 + the signal that ended the kernel.
-CPU_LIMIT_STATUSES = {128 + signal.SIGXCPU, 128 + signal.SIGKILL, -signal.SIGXCPU,
-                      -signal.SIGKILL}
+CPU_LIMIT_STATUSES = {128 + signal.SIGXCPU, 128 + signal.SIGKILL, -signal.SIGXCPU, -signal.SIGKILL}
 
 
 @dataclass
@@ -50,18 +58,18 @@ class Outcome:
 class Kind(str, Enum):
     """What can happen to a submission while it is graded (an ``Event``'s kind)."""
 
-    NEEDS_REVIEW = "needs_review"      # the test kernel could not finish: points withheld
-    MEMORY = "memory"                  # a kernel killed for memory
-    PROCESSES = "processes"            # a kernel killed at its process limit
-    MEMORY_ERROR = "memory_error"      # a MemoryError under the address-space limit
-    WALL = "wall"                      # a kernel killed after its wall time
-    CPU_SHARE = "cpu_share"            # a kernel killed for keeping too many CPUs busy
-    TIMEOUT = "timeout"                # a cell (or a test's call) ran out of time
-    DIED = "died"                      # the student's kernel stopped; later cells scored 0
+    NEEDS_REVIEW = "needs_review"  # the test kernel could not finish: points withheld
+    MEMORY = "memory"  # a kernel killed for memory
+    PROCESSES = "processes"  # a kernel killed at its process limit
+    MEMORY_ERROR = "memory_error"  # a MemoryError under the address-space limit
+    WALL = "wall"  # a kernel killed after its wall time
+    CPU_SHARE = "cpu_share"  # a kernel killed for keeping too many CPUs busy
+    TIMEOUT = "timeout"  # a cell (or a test's call) ran out of time
+    DIED = "died"  # the student's kernel stopped; later cells scored 0
     OUTPUT_TRUNCATED = "output_truncated"
-    TOO_COSTLY = "too_costly"          # an answer refused as too costly to check
-    FLOOD = "flood"                    # a student's kernel cut off for a message too large
-    NO_TEMPLATE = "no_template"        # a kernel (where: test, student) was started, not forked: why
+    TOO_COSTLY = "too_costly"  # an answer refused as too costly to check
+    FLOOD = "flood"  # a student's kernel cut off for a message too large
+    NO_TEMPLATE = "no_template"  # a kernel (where: test, student) was started, not forked: why
 
 
 @dataclass(frozen=True)
@@ -70,12 +78,12 @@ class Event:
     the executor, read by ``decide``. Each kind uses the fields its comment names."""
 
     kind: Kind
-    reason: str = ""                 # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what
-    where: str = ""                  # DIED: the cell; TIMEOUT: the test cell or call
-    used: float = 0.0                # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
-    limit: float = 0.0               # the limit that was passed (MB, count, s, CPUs)
-    exit_status: int | None = None   # DIED: the kernel's exit status, where it exited
-    reused: bool = False             # NEEDS_REVIEW: on a template that had served before
+    reason: str = ""  # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what
+    where: str = ""  # DIED: the cell; TIMEOUT: the test cell or call
+    used: float = 0.0  # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
+    limit: float = 0.0  # the limit that was passed (MB, count, s, CPUs)
+    exit_status: int | None = None  # DIED: the kernel's exit status, where it exited
+    reused: bool = False  # NEEDS_REVIEW: on a template that had served before
 
 
 def decide(events: list[Event]) -> tuple[str, list[str]]:
@@ -93,8 +101,10 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
             details.append(f"kernel killed for memory: {e.used:g} MB > {e.limit:g} MB")
         elif kind is Kind.PROCESSES:
             processes = True
-            details.append(f"kernel killed at its process limit: {e.used:g} processes "
-                           f"and threads (limit {e.limit:g})")
+            details.append(
+                f"kernel killed at its process limit: {e.used:g} processes "
+                f"and threads (limit {e.limit:g})"
+            )
         elif kind is Kind.MEMORY_ERROR:
             memory = True
             details.append("ran out of memory (MemoryError under the address-space limit)")
@@ -114,8 +124,9 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
         elif kind is Kind.TOO_COSTLY:
             details.append(f"an answer was too costly to check, and its test scored 0: {e.reason}")
         elif kind is Kind.NO_TEMPLATE:
-            details.append(f"its {e.where or 'test'} kernel was started without a template: "
-                           f"{e.reason}")
+            details.append(
+                f"its {e.where or 'test'} kernel was started without a template: {e.reason}"
+            )
         elif kind is Kind.OUTPUT_TRUNCATED:
             details.append(f"output over {e.limit:g} MB dropped")
     if timeouts:

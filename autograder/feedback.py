@@ -20,6 +20,7 @@ rendering, since markdown makes ``javascript:`` links out of plain text. No scri
 event handlers, no ``javascript:`` URLs survive. ``configure_feedback`` sets all of this,
 nested under ``GenerateFeedback`` so nbgrader's other pages keep their own templates.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -73,18 +74,23 @@ class BoundedMarkup(Preprocessor):
         return True
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type in ("markdown", "raw") and \
-                not self._allows(cell.source, markdown=cell.cell_type == "markdown"):
-            cell.source = (f"*(This {cell.cell_type} cell, {len(cell.source):,} characters, has "
-                           "more markup than the feedback page shows; see the notebook.)*")
+        if cell.cell_type in ("markdown", "raw") and not self._allows(
+            cell.source, markdown=cell.cell_type == "markdown"
+        ):
+            cell.source = (
+                f"*(This {cell.cell_type} cell, {len(cell.source):,} characters, has "
+                "more markup than the feedback page shows; see the notebook.)*"
+            )
             cell.pop("attachments", None)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             for mime in [m for m in self.MARKUP if m in data]:
                 if not self._allows(data[mime], markdown=mime == "text/markdown"):
                     del data[mime]
-                    data.setdefault("text/plain", "(output with more markup than the "
-                                                  "feedback page shows; see the notebook)")
+                    data.setdefault(
+                        "text/plain",
+                        "(output with more markup than the feedback page shows; see the notebook)",
+                    )
         return cell, resources
 
 
@@ -105,8 +111,13 @@ class SafeOutputMetadata(Preprocessor):
             kept = {}
             for mime, meta in dict(output.metadata).items():
                 if mime.startswith("image/") and isinstance(meta, dict):
-                    sizes = {k: v for k, v in meta.items() if k in ("width", "height")
-                             and isinstance(v, int) and not isinstance(v, bool)}
+                    sizes = {
+                        k: v
+                        for k, v in meta.items()
+                        if k in ("width", "height")
+                        and isinstance(v, int)
+                        and not isinstance(v, bool)
+                    }
                     if sizes:
                         kept[mime] = sizes
             output.metadata = NotebookNode(kept)
@@ -139,9 +150,14 @@ class HideHiddenTests(ClearHiddenTests):
             return [NotebookNode(output_type="stream", name="stdout", text="Tests passed.\n")]
         first = errors[0]
         message = f"{first.get('ename', 'Error')}: {first.get('evalue', '')}".rstrip(": ")
-        return [NotebookNode(output_type="error", ename=first.get("ename", "Error"),
-                             evalue=first.get("evalue", ""),
-                             traceback=[f"Test failed. {message}"])]
+        return [
+            NotebookNode(
+                output_type="error",
+                ename=first.get("ename", "Error"),
+                evalue=first.get("evalue", ""),
+                traceback=[f"Test failed. {message}"],
+            )
+        ]
 
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -194,20 +210,58 @@ _CLEANED = _Memo()
 # script, no style, no event handler, no image or frame. nbconvert's ``clean_html`` keeps
 # only bleach's short inline list, so every heading and paragraph of a page was shown as
 # escaped tags. Links keep bleach's safe protocols (no ``javascript:``).
-MARKDOWN_TAGS = sorted({*bleach.ALLOWED_TAGS, "h1", "h2", "h3", "h4", "h5", "h6", "p", "br",
-                        "hr", "sup", "sub", "pre", "code", "span", "div", "table", "thead",
-                        "tbody", "tr", "th", "td", "del", "s", "dl", "dt", "dd", "kbd",
-                        "details", "summary"})
-MARKDOWN_ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"],
-                       "a": ["href", "title", "class"], "th": ["align"], "td": ["align"]}
+MARKDOWN_TAGS = sorted(
+    {
+        *bleach.ALLOWED_TAGS,
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "p",
+        "br",
+        "hr",
+        "sup",
+        "sub",
+        "pre",
+        "code",
+        "span",
+        "div",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "del",
+        "s",
+        "dl",
+        "dt",
+        "dd",
+        "kbd",
+        "details",
+        "summary",
+    }
+)
+MARKDOWN_ATTRIBUTES = {
+    **bleach.ALLOWED_ATTRIBUTES,
+    "*": ["class", "id"],
+    "a": ["href", "title", "class"],
+    "th": ["align"],
+    "td": ["align"],
+}
 
 
 def clean_markdown_html(element) -> str:
     """A rendered markdown cell, cleaned by bleach with ``MARKDOWN_TAGS``: markdown's own
     HTML stays, anything else a student wrote is escaped."""
     text = element.decode() if isinstance(element, bytes) else str(element)
-    return _CLEANED.get(("markdown", text), lambda: bleach.clean(
-        text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES), len(text))
+    return _CLEANED.get(
+        ("markdown", text),
+        lambda: bleach.clean(text, tags=MARKDOWN_TAGS, attributes=MARKDOWN_ATTRIBUTES),
+        len(text),
+    )
 
 
 def remembered_clean_html(element):
@@ -222,10 +276,15 @@ class RememberedSanitizeHTML(SanitizeHTML):
     the markup and every setting the pass reads."""
 
     def sanitize_html_tags(self, html_str):
-        key = (html_str, repr((self.tags, self.attributes, self.strip, self.strip_comments,
-                               self.styles)))
-        return _CLEANED.get(key, lambda: super(RememberedSanitizeHTML, self)
-                            .sanitize_html_tags(html_str), len(html_str))
+        key = (
+            html_str,
+            repr((self.tags, self.attributes, self.strip, self.strip_comments, self.styles)),
+        )
+        return _CLEANED.get(
+            key,
+            lambda: super(RememberedSanitizeHTML, self).sanitize_html_tags(html_str),
+            len(html_str),
+        )
 
 
 class RememberedHighlight(Highlight2HTML):
@@ -238,13 +297,23 @@ class RememberedHighlight(Highlight2HTML):
 
     def __call__(self, source, language=None, metadata=None):
         magics = metadata.get("magics_language") if metadata else None
-        if not (isinstance(source, str) and isinstance(magics, (str, type(None)))
-                and isinstance(language, (str, type(None)))):
+        if not (
+            isinstance(source, str)
+            and isinstance(magics, (str, type(None)))
+            and isinstance(language, (str, type(None)))
+        ):
             return super().__call__(source, language, metadata)  # the student's metadata
-        key = (source, language or self.pygments_lexer, magics,
-               repr(sorted(self.extra_formatter_options.items())))
-        return self.memo.get(key, lambda: super(RememberedHighlight, self).__call__(
-            source, language, metadata), len(source))
+        key = (
+            source,
+            language or self.pygments_lexer,
+            magics,
+            repr(sorted(self.extra_formatter_options.items())),
+        )
+        return self.memo.get(
+            key,
+            lambda: super(RememberedHighlight, self).__call__(source, language, metadata),
+            len(source),
+        )
 
 
 class FeedbackExporter(HTMLExporter):
@@ -272,10 +341,12 @@ class FeedbackExporter(HTMLExporter):
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
         highlight_code = self.filters.get(
-            "highlight_code", RememberedHighlight(pygments_lexer=lexer, parent=self))
+            "highlight_code", RememberedHighlight(pygments_lexer=lexer, parent=self)
+        )
         resources = self._init_resources(resources)
         filter_data_type = WidgetsDataTypeFilter(
-            notebook_metadata=self._nb_metadata, parent=self, resources=resources)
+            notebook_metadata=self._nb_metadata, parent=self, resources=resources
+        )
         self.register_filter("highlight_code", highlight_code)
         self.register_filter("filter_data_type", filter_data_type)
         self.register_filter("clean_html", remembered_clean_html)
@@ -295,8 +366,13 @@ def configure_feedback(config) -> None:
     from nbgrader.converters import GenerateFeedback
 
     defaults = list(GenerateFeedback.class_traits()["preprocessors"].default())
-    config.GenerateFeedback.preprocessors = [HideHiddenTests, BoundedMarkup, SafeOutputMetadata,
-                                             RememberedSanitizeHTML, *defaults]
+    config.GenerateFeedback.preprocessors = [
+        HideHiddenTests,
+        BoundedMarkup,
+        SafeOutputMetadata,
+        RememberedSanitizeHTML,
+        *defaults,
+    ]
     config.SanitizeHTML.enabled = True
     # Markdown sources may hold the HTML markdown allows (an instructor's <sup>); the same
     # list as the rendered page's, so what survives one pass survives the other.
@@ -308,6 +384,8 @@ def configure_feedback(config) -> None:
     exporter.template_name = "feedback_sanitized"
     exporter.extra_template_basedirs = [str(TEMPLATES), str(formgrader / "templates")]
     # Where "feedback/index.html.j2" (which ours extends) and nbgrader's CSS are found.
-    exporter.extra_template_paths = [str(formgrader / "templates"), str(
-        formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    exporter.extra_template_paths = [
+        str(formgrader / "templates"),
+        str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css"),
+    ]
     exporter.sanitize_html = True

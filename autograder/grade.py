@@ -12,6 +12,7 @@ the job again elsewhere; in the local pool the jobs it held are run again, one a
 so that only the submission that kills a worker on its own is given up), and a result is
 recorded once, by digest.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,30 +50,34 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
             f"bubblewrap ({config.Sandbox.get('bwrap', 'bwrap')}) is not installed (not on PATH "
             "nor in /usr/bin), so student code cannot be sandboxed. "
             "Install it (Debian/Ubuntu: apt-get install bubblewrap) or, only if you trust "
-            "every submission, run again with --no-sandbox.")
+            "every submission, run again with --no-sandbox."
+        )
     if sandbox and unprivileged():
         problem = unprivileged_problem(Sandbox(config=config).bwrap_path())
         if problem:
             raise InstructorError(
                 f"cannot sandboxed-grade as an ordinary user here: {problem}. Run with "
                 "sudo (each kernel then runs as its own user), or use --no-sandbox on a "
-                "machine you can afford to lose.")
+                "machine you can afford to lose."
+            )
     if not inbox.expected_notebooks(course_root, assignment):
         raise InstructorError(f"no source notebooks in {course_root / 'source' / assignment}")
     from nbgrader.api import Gradebook, MissingEntry
 
     url = config.CourseDirectory.db_url
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):].split("?")[0]).exists():
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :].split("?")[0]).exists():
         raise InstructorError(  # opening it would make an empty one in the course
             f"the course has no gradebook yet: run `nbgrader generate_assignment {assignment}` "
-            f"in {course_root} first")
+            f"in {course_root} first"
+        )
     with Gradebook(url) as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
             raise InstructorError(
                 f"assignment {assignment!r} is not in the gradebook: run "
-                f"`nbgrader generate_assignment {assignment}` in {course_root} first") from None
+                f"`nbgrader generate_assignment {assignment}` in {course_root} first"
+            ) from None
 
 
 def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
@@ -80,11 +85,15 @@ def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
     ledger = Ledger(course_root, assignment)
     outcomes = {e["student_id"]: {**e, "this_run": "unchanged"} for e in ledger.entries()}
     for student in roster(course_root):
-        outcomes.setdefault(student, fates.Outcome(
-            student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict())
+        outcomes.setdefault(
+            student,
+            fates.Outcome(student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict(),
+        )
     for student, notes in ledger.notes().items():
-        outcome = outcomes.setdefault(student, fates.Outcome(
-            student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict())
+        outcome = outcomes.setdefault(
+            student,
+            fates.Outcome(student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict(),
+        )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
 
@@ -102,22 +111,36 @@ def course_files(course_root: Path, assignment: str) -> CourseFiles:
     from sqlalchemy import text
 
     config = grading_config(course_root)
-    source, refused = safefiles.regular_files(course_root / "source" / assignment,
-                                              1 << 30, 1 << 32)
+    source, refused = safefiles.regular_files(course_root / "source" / assignment, 1 << 30, 1 << 32)
     if refused:
-        raise InstructorError(f"source/{assignment} holds what the grader will not read: "
-                              + "; ".join(refused[:3]))
+        raise InstructorError(
+            f"source/{assignment} holds what the grader will not read: " + "; ".join(refused[:3])
+        )
     with Gradebook(config.CourseDirectory.db_url) as gb:
         duedate = gb.find_assignment(assignment).duedate
         schema = gb.db.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    return CourseFiles(assignment, (course_root / "nbgrader_config.py").read_text(), source,
-                       duedate.isoformat() if duedate else None, schema)
+    return CourseFiles(
+        assignment,
+        (course_root / "nbgrader_config.py").read_text(),
+        source,
+        duedate.isoformat() if duedate else None,
+        schema,
+    )
 
 
-def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = None,
-                     sandbox: bool = True, force: bool = False, executor=None,
-                     gpu: bool = False, on_result: Callable[[dict], None] | None = None,
-                     progress=None, students: set[str] | None = None) -> list[dict]:
+def grade_assignment(
+    course_root: Path,
+    assignment: str,
+    *,
+    jobs: int | None = None,
+    sandbox: bool = True,
+    force: bool = False,
+    executor=None,
+    gpu: bool = False,
+    on_result: Callable[[dict], None] | None = None,
+    progress=None,
+    students: set[str] | None = None,
+) -> list[dict]:
     """Grade what needs grading; return every submission's outcome (old and new).
 
     ``executor``: where jobs run (a Dask client's executor); None: a local pool of ``jobs``.
@@ -129,29 +152,57 @@ def grade_assignment(course_root: Path, assignment: str, *, jobs: int | None = N
     gradebooks.share_validators()
     check_ready(course_root, assignment, sandbox)
     files_of_course = course_files(course_root, assignment)
-    submitted = [s for s in inbox.submitted_students(course_root, assignment)
-                 if students is None or s in students]
+    submitted = [
+        s
+        for s in inbox.submitted_students(course_root, assignment)
+        if students is None or s in students
+    ]
     with contextlib.ExitStack() as stack:
         if executor is None and submitted:
             executor, workers = stack.enter_context(
-                local_pool(min(jobs or os.cpu_count() or 1, len(submitted)), files_of_course))
+                local_pool(min(jobs or os.cpu_count() or 1, len(submitted)), files_of_course)
+            )
         else:
             workers = _workers(executor) if executor is not None else 1
-        return _grade_class(course_root, assignment, submitted, files_of_course, sandbox, force,
-                            gpu, executor, workers, on_result, progress, students)
+        return _grade_class(
+            course_root,
+            assignment,
+            submitted,
+            files_of_course,
+            sandbox,
+            force,
+            gpu,
+            executor,
+            workers,
+            on_result,
+            progress,
+            students,
+        )
 
 
 # What the grader says about itself, not the submission: graded again on the next run.
 def _retried(entry: dict) -> bool:
     return entry.get("fate") == fates.ERROR or (
-        entry.get("fate") == fates.NEEDS_REVIEW and entry.get("digest")
-        and any(d.startswith("test points withheld") for d in entry.get("details") or []))
+        entry.get("fate") == fates.NEEDS_REVIEW
+        and entry.get("digest")
+        and any(d.startswith("test points withheld") for d in entry.get("details") or [])
+    )
 
 
-def _grade_class(course_root: Path, assignment: str, submitted: list[str],
-                 files_of_course: CourseFiles, sandbox: bool, force: bool, gpu: bool,
-                 executor, workers: int, on_result, progress,
-                 students: set[str] | None = None) -> list[dict]:
+def _grade_class(
+    course_root: Path,
+    assignment: str,
+    submitted: list[str],
+    files_of_course: CourseFiles,
+    sandbox: bool,
+    force: bool,
+    gpu: bool,
+    executor,
+    workers: int,
+    on_result,
+    progress,
+    students: set[str] | None = None,
+) -> list[dict]:
     """``students``: the only students whose gradebook rows this run may touch (--student);
     None: the whole class."""
     config = grading_config(course_root)
@@ -163,8 +214,9 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
     for student in submitted:
         if not inbox.valid_student_id(student):
             continue  # imports never make such a folder; it is not a student's
-        files, refused = inbox.read_submission(course_root / "submitted" / student / assignment,
-                                               config)
+        files, refused = inbox.read_submission(
+            course_root / "submitted" / student / assignment, config
+        )
         digest = inbox.digest(files, refused)
         done = ledger.get(student)
         if done and done.get("digest") == digest and not force and not _retried(done):
@@ -194,7 +246,8 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
     for student in roster(course_root):
         if student not in outcomes and student not in waiting:
             outcomes[student] = fates.Outcome(
-                student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict()
+                student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]
+            ).as_dict()
 
     if progress is not None:
         progress.reset(total=len(to_grade))
@@ -207,8 +260,10 @@ def _grade_class(course_root: Path, assignment: str, submitted: list[str],
         if progress is not None:
             progress.update(1)
     for student, notes in ledger.notes().items():  # e.g. a folder forged in another's name
-        outcome = outcomes.setdefault(student, fates.Outcome(
-            student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict())
+        outcome = outcomes.setdefault(
+            student,
+            fates.Outcome(student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict(),
+        )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
 
@@ -232,9 +287,12 @@ class LocalPool:
         # Started at once: each worker imports nbgrader and prepares its private course
         # while the coordinator checks the inbox (a pool starts its processes only when
         # work arrives, so each gets a no-op).
-        pool = ProcessPoolExecutor(self.workers, mp_context=self.context,
-                                   initializer=init_pool_worker,
-                                   initargs=(self.files_of_course, self.stop))
+        pool = ProcessPoolExecutor(
+            self.workers,
+            mp_context=self.context,
+            initializer=init_pool_worker,
+            initargs=(self.files_of_course, self.stop),
+        )
         for _ in range(self.workers):
             pool.submit(os.getpid)
         return pool
@@ -293,8 +351,9 @@ def init_pool_worker(files_of_course: CourseFiles | None = None, stop=None) -> N
     # the workers; what their dying kernels' tasks print meanwhile is noise.
     signal.signal(signal.SIGINT, _quiet)
     if stop is not None:
-        threading.Thread(target=_stop_when_told, args=(stop,), daemon=True,
-                         name="course-grade-stop").start()
+        threading.Thread(
+            target=_stop_when_told, args=(stop,), daemon=True, name="course-grade-stop"
+        ).start()
 
 
 def _quiet(*_) -> None:
@@ -377,8 +436,14 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
                         f"lost the Dask scheduler ({type(exc).__name__}: {exc}). What was "
                         "graded is recorded; run the same command again to grade the rest."
                     ) from None
-                yield Result(fates.Outcome(job.student, fates.ERROR, digest="",
-                                           details=[f"grading worker failed: {exc}"]).as_dict())
+                yield Result(
+                    fates.Outcome(
+                        job.student,
+                        fates.ERROR,
+                        digest="",
+                        details=[f"grading worker failed: {exc}"],
+                    ).as_dict()
+                )
         if broken and restartable:
             suspects.extend(job for job, _ in running.values())  # broken with it
             running.clear()
@@ -386,8 +451,14 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
 
 
 def _died(job: Job, alone: bool) -> Result:
-    why = ("its grading process died while grading it alone (killed, perhaps for memory); "
-           "the other submissions were graded") if alone else "its grading process died"
+    why = (
+        (
+            "its grading process died while grading it alone (killed, perhaps for memory); "
+            "the other submissions were graded"
+        )
+        if alone
+        else "its grading process died"
+    )
     return Result(fates.Outcome(job.student, fates.ERROR, digest="", details=[why]).as_dict())
 
 
@@ -395,14 +466,16 @@ def _workers(executor) -> int:
     client = getattr(executor, "_client", None)
     if client is None:
         return os.cpu_count() or 1
-    return max(1, sum(w.get("nthreads", 1) for w in
-                      client.scheduler_info().get("workers", {}).values()))
+    return max(
+        1, sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+    )
 
 
 def _lost_cluster(exc: BaseException) -> bool:
     kind = type(exc).__name__
     return kind in ("CommClosedError", "CancelledError") or (
-        kind.endswith("TimeoutError") and "scheduler" in str(exc).lower())
+        kind.endswith("TimeoutError") and "scheduler" in str(exc).lower()
+    )
 
 
 def record(course_root: Path, assignment: str, result: Result) -> dict:
@@ -417,13 +490,15 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
             files.update(extras)
     _replace(course_root / "autograded" / student / assignment, autograded)
     _replace(course_root / "feedback" / student / assignment, feedback)
-    notebooks = {name: data for name, data in result.autograded.items()
-                 if name.endswith(".ipynb") and "/" not in name}
+    notebooks = {
+        name: data
+        for name, data in result.autograded.items()
+        if name.endswith(".ipynb") and "/" not in name
+    }
     if not notebooks:
         _zero_submission(course_root, assignment, student)
         return outcome
-    score, max_score = _save_grades(course_root, assignment, student, notebooks,
-                                    result.timestamp)
+    score, max_score = _save_grades(course_root, assignment, student, notebooks, result.timestamp)
     outcome["score"], outcome["max_score"] = score, max_score
     return outcome
 
@@ -441,12 +516,19 @@ def exchange_files(result: Result) -> dict[str, bytes]:
     was checked as a date before grading; an unknown one is left empty (nbgrader only
     prints it)."""
     secret = result.secret if result.secret and SECRET.match(result.secret) else None
-    return {"timestamp.txt": (result.timestamp or "").encode(),
-            "submission_secret.txt": (secret or secrets.token_hex(64)).encode()}
+    return {
+        "timestamp.txt": (result.timestamp or "").encode(),
+        "submission_secret.txt": (secret or secrets.token_hex(64)).encode(),
+    }
 
 
-def _save_grades(course_root: Path, assignment: str, student: str,
-                 notebooks: dict[str, bytes], timestamp: str | None) -> tuple[float, float]:
+def _save_grades(
+    course_root: Path,
+    assignment: str,
+    student: str,
+    notebooks: dict[str, bytes],
+    timestamp: str | None,
+) -> tuple[float, float]:
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
@@ -463,9 +545,14 @@ def _save_grades(course_root: Path, assignment: str, student: str,
             gb.update_or_create_submission(assignment, student)
         for name, data in notebooks.items():
             nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-            resources = {"nbgrader": {"notebook": name[: -len(".ipynb")],
-                                      "assignment": assignment, "student": student,
-                                      "db_url": db_url}}
+            resources = {
+                "nbgrader": {
+                    "notebook": name[: -len(".ipynb")],
+                    "assignment": assignment,
+                    "student": student,
+                    "db_url": db_url,
+                }
+            }
             for preprocessor in (SaveAutoGrades, AssignLatePenalties):
                 preprocessor(config=config).preprocess(nb, resources)
         gb.db.expire_all()  # the preprocessors wrote through gradebooks of their own

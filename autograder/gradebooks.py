@@ -23,6 +23,7 @@ engine or its validator, so these wrap ``nbgrader.api.create_engine`` and the
 ``jsonschema`` that ``nbgrader.nbgraderformat.common`` calls, in this process; both are
 idempotent.
 """
+
 from __future__ import annotations
 
 import functools
@@ -60,7 +61,6 @@ def share_engines() -> None:
     api.create_engine = create_engine
 
 
-
 def share_validators() -> None:
     import jsonschema
     import nbgrader.nbgraderformat.common as common
@@ -77,7 +77,8 @@ def share_validators() -> None:
 
     def validate(instance, schema) -> None:
         error = jsonschema.exceptions.best_match(
-            validator(json.dumps(schema, sort_keys=True)).iter_errors(instance))
+            validator(json.dumps(schema, sort_keys=True)).iter_errors(instance)
+        )
         if error is not None:
             raise error
 
@@ -93,5 +94,8 @@ def quiet_autoflush_warnings() -> None:
 
     from sqlalchemy.exc import SAWarning
 
-    warnings.filterwarnings("ignore", category=SAWarning,
-                            message=r"Object of type <Submitted\w+> not in session, add operation")
+    warnings.filterwarnings(
+        "ignore",
+        category=SAWarning,
+        message=r"Object of type <Submitted\w+> not in session, add operation",
+    )

@@ -15,6 +15,7 @@ through a link; sizes, counts and nesting are bounded; and a bad entry becomes a
 of that entry (``(student_id, fate, message)``, or no student when none can be told),
 never the end of the import.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,6 +45,8 @@ NOTE = "note"  # a Problem's fate when it is no fate: a note against that studen
 
 class ImportFailed(Exception):
     """The whole source cannot be read (not a zip file, no exchange): the instructor's to fix."""
+
+
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".zst")
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,127}$")
 
@@ -60,8 +63,9 @@ def _nbgrader(course_root: Path, *args: str) -> subprocess.CompletedProcess:
     bin_dir = Path(sys.executable).parent
     # nbgrader runs `alembic` from PATH when it creates or upgrades a gradebook.
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course_root,
-                          capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [str(bin_dir / "nbgrader"), *args], cwd=course_root, capture_output=True, text=True, env=env
+    )
 
 
 def _limits(config) -> tuple[int, int, int]:
@@ -118,14 +122,28 @@ class SafeExchangeCollect(ExchangeCollect):
         else:
             why, owner = self._owner_problem(entry, student)
             if why is None:
-                return {"username": student, "filename": entry.name,
-                        "timestamp": parse_utc(stamp), "stamp": stamp}
+                return {
+                    "username": student,
+                    "filename": entry.name,
+                    "timestamp": parse_utc(stamp),
+                    "stamp": stamp,
+                }
             if owner is not None:  # a forgery: the forger's, never the victim's, record
-                self.problems.append((owner if valid_student_id(owner) else "", NOTE,
-                                      f"exchange entry {shown}: {why}"))
+                self.problems.append(
+                    (
+                        owner if valid_student_id(owner) else "",
+                        NOTE,
+                        f"exchange entry {shown}: {why}",
+                    )
+                )
                 return None
-        self.problems.append((student, NEEDS_REVIEW if student else NO_NOTEBOOK,
-                              f"exchange entry {shown}: {why}; not collected"))
+        self.problems.append(
+            (
+                student,
+                NEEDS_REVIEW if student else NO_NOTEBOOK,
+                f"exchange entry {shown}: {why}; not collected",
+            )
+        )
         return None
 
     def _owner_problem(self, entry, student: str) -> tuple[str | None, str | None]:
@@ -137,10 +155,12 @@ class SafeExchangeCollect(ExchangeCollect):
         except (KeyError, OSError):
             return "its owner is no known user; not collected", None
         if owner != student:
-            return (f"system user {owner} submitted it under {student}'s name; not collected. "
-                    f"{student}'s own submission and grade are untouched. (Only on a hub where "
-                    "every student shares one system user is this no forgery: there, set "
-                    "c.ExchangeCollect.check_owner = False.)"), owner
+            return (
+                f"system user {owner} submitted it under {student}'s name; not collected. "
+                f"{student}'s own submission and grade are untouched. (Only on a hub where "
+                "every student shares one system user is this no forgery: there, set "
+                "c.ExchangeCollect.check_owner = False.)"
+            ), owner
         return None, None
 
     def _duedate(self):
@@ -159,8 +179,14 @@ class SafeExchangeCollect(ExchangeCollect):
         except safefiles.Unsafe as exc:
             files, refused = {}, [str(exc)]
         if refused:
-            self.problems.append((student, INVALID_NOTEBOOK, "the exchange copy held what the "
-                                  "grader will not open: " + "; ".join(refused[:3])))
+            self.problems.append(
+                (
+                    student,
+                    INVALID_NOTEBOOK,
+                    "the exchange copy held what the "
+                    "grader will not open: " + "; ".join(refused[:3]),
+                )
+            )
             _remove_folder(Path(dest))
             return
         files["timestamp.txt"] = Path(src).name.rsplit("+", 3)[2].encode()
@@ -177,7 +203,9 @@ def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
     config.ExchangeFactory.collect = SafeExchangeCollect
     collect = ExchangeFactory(config=config).Collect(
         coursedir=CourseDirectory(config=config),
-        authenticator=Authenticator(config=config), config=config)
+        authenticator=Authenticator(config=config),
+        config=config,
+    )
     collect.update = True
     try:
         collect.start()
@@ -193,14 +221,19 @@ class LmsNames(Configurable):
     name after it is the student's own. Usernames may hold ``_``, so the id is what lies
     between the assignment's prefix and the first ``_attempt_<date>_``."""
 
-    assignment_prefix = Unicode("", help=(
-        "What the LMS writes before the student id (without the '_' after it), e.g. "
-        "'Homework 1'. Empty: the assignment id, which every entry must then start with."
-    )).tag(config=True)
+    assignment_prefix = Unicode(
+        "",
+        help=(
+            "What the LMS writes before the student id (without the '_' after it), e.g. "
+            "'Homework 1'. Empty: the assignment id, which every entry must then start with."
+        ),
+    ).tag(config=True)
 
 
-ATTEMPT = re.compile(r"_attempt_(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_"
-                     r"(?P<file_id>.+)$")
+ATTEMPT = re.compile(
+    r"_attempt_(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_"
+    r"(?P<file_id>.+)$"
+)
 # Blackboard's record of an attempt (its comments, the names of the files): the LMS's own
 # ``<prefix>_<student>_attempt_<date>.txt``, beside the files, never a student's file
 # (those follow the date after a "_").
@@ -219,8 +252,11 @@ class EntryNames:
     def __init__(self, config, assignment: str, notebooks: list[str]):
         from nbgrader.plugins import FileNameCollectorPlugin
 
-        self.plugin = (FileNameCollectorPlugin(config=config)
-                       if "named_regexp" in config.get("FileNameCollectorPlugin", {}) else None)
+        self.plugin = (
+            FileNameCollectorPlugin(config=config)
+            if "named_regexp" in config.get("FileNameCollectorPlugin", {})
+            else None
+        )
         self.prefix = (LmsNames(config=config).assignment_prefix or assignment) + "_"
         self.notebooks = notebooks
 
@@ -232,11 +268,17 @@ class EntryNames:
             match = ATTEMPT.search(base)
             if not match or not base.startswith(self.prefix):
                 return None
-            info = {"student_id": base[len(self.prefix):match.start()], **match.groupdict(),
-                    "head": base[:match.start()]}
+            info = {
+                "student_id": base[len(self.prefix) : match.start()],
+                **match.groupdict(),
+                "head": base[: match.start()],
+            }
         if info is not None:
-            info = {"head": base.split("_attempt_")[0], **info,
-                    "file_id": self._renamed(info.get("file_id") or "")}
+            info = {
+                "head": base.split("_attempt_")[0],
+                **info,
+                "file_id": self._renamed(info.get("file_id") or ""),
+            }
         return info
 
     def _renamed(self, file_id: str) -> str:
@@ -287,16 +329,26 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
                 heads.setdefault(student, set()).add(info["head"])
             why = _entry_problem(name, info)
             if why and not info:
-                why += f" (expected {names.prefix}<student>_attempt_<date>_<file>; set " \
+                why += (
+                    f" (expected {names.prefix}<student>_attempt_<date>_<file>; set "
                     "c.LmsNames.assignment_prefix to what your LMS writes before the id)"
+                )
             if why:
                 refuse(student, NO_NOTEBOOK if not student else INVALID_NOTEBOOK, why)
             elif number >= max_entries or total + entry.file_size > total_limit:
-                refuse(student, NEEDS_REVIEW, f"{_shown(name)} was not read: the download is "
-                       "larger than the import limits (c.ImportLimits); import the rest apart")
+                refuse(
+                    student,
+                    NEEDS_REVIEW,
+                    f"{_shown(name)} was not read: the download is "
+                    "larger than the import limits (c.ImportLimits); import the rest apart",
+                )
             elif entry.file_size > each or spent.get(student, 0) + entry.file_size > per_student:
-                refuse(student, INVALID_NOTEBOOK, f"{_shown(name)} is too large "
-                       f"({entry.file_size // 1000} kB; a submission may hold {per_student // 1000} kB)")
+                refuse(
+                    student,
+                    INVALID_NOTEBOOK,
+                    f"{_shown(name)} is too large "
+                    f"({entry.file_size // 1000} kB; a submission may hold {per_student // 1000} kB)",
+                )
             else:
                 try:
                     with archive.open(entry) as f:
@@ -316,15 +368,27 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
         files = chosen.get(student, {})
         if len(heads.get(student, ())) > 1:
             shown = " and ".join(repr(h[:60]) for h in sorted(heads[student]))
-            problems.append((student, NEEDS_REVIEW, f"entries named {shown} both read as "
-                             f"student {student!r}: two students' work is never merged, so "
-                             "neither was taken; set c.LmsNames.assignment_prefix (or "
-                             "c.FileNameCollectorPlugin.named_regexp) so each reads as its own id"))
+            problems.append(
+                (
+                    student,
+                    NEEDS_REVIEW,
+                    f"entries named {shown} both read as "
+                    f"student {student!r}: two students' work is never merged, so "
+                    "neither was taken; set c.LmsNames.assignment_prefix (or "
+                    "c.FileNameCollectorPlugin.named_regexp) so each reads as its own id",
+                )
+            )
             _remove_folder(folder)
         elif ties.get(student):
-            problems.append((student, NEEDS_REVIEW, "two attempts of "
-                             f"{', '.join(sorted(ties[student]))} with the same date: neither "
-                             "was taken; keep one in the download"))
+            problems.append(
+                (
+                    student,
+                    NEEDS_REVIEW,
+                    "two attempts of "
+                    f"{', '.join(sorted(ties[student]))} with the same date: neither "
+                    "was taken; keep one in the download",
+                )
+            )
             _remove_folder(folder)
         elif not any(nb in files for nb in notebooks) and student in refused:
             _remove_folder(folder)  # never an older attempt in place of a refused one
@@ -405,16 +469,27 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
             problems.append(("", NO_NOTEBOOK, f"{entry.name[:80]!r} is {kind}; skipped"))
             continue
         if not valid_student_id(student):
-            problems.append(("", NO_NOTEBOOK, f"{entry.name[:80]!r} is not named by a plain "
-                             "student id; skipped"))
+            problems.append(
+                (
+                    "",
+                    NO_NOTEBOOK,
+                    f"{entry.name[:80]!r} is not named by a plain student id; skipped",
+                )
+            )
             continue
         found.setdefault(student, []).append(entry)
     for student, entries in sorted(found.items()):
         if len(entries) > 1:
-            names = " and ".join(e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
-                                 for e in entries)
-            problems.append((student, NEEDS_REVIEW, f"both {names} are in the folder: neither "
-                             "was taken; keep one"))
+            names = " and ".join(
+                e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries
+            )
+            problems.append(
+                (
+                    student,
+                    NEEDS_REVIEW,
+                    f"both {names} are in the folder: neither was taken; keep one",
+                )
+            )
             _remove_folder(course_root / "submitted" / student / assignment)
             continue
         entry = entries[0]
@@ -423,8 +498,9 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
         else:
             files, refused = {}, []
             try:
-                files[notebooks[0] if len(notebooks) == 1 else entry.name] = \
-                    safefiles.read_bytes(Path(entry.path), each)
+                files[notebooks[0] if len(notebooks) == 1 else entry.name] = safefiles.read_bytes(
+                    Path(entry.path), each
+                )
             except safefiles.Unsafe as exc:
                 refused.append(str(exc))
         if refused:

@@ -6,6 +6,7 @@ Everything in a submission folder is the student's: it is read through
 whose nbgrader metadata nbgrader would choke on gets the fate "invalid notebook" with the
 reason, instead of reaching nbgrader and failing as the grader's own error.
 """
+
 from __future__ import annotations
 
 import copy
@@ -64,15 +65,17 @@ def digest(files: dict[str, bytes], refused: list[str]) -> str:
     return h.hexdigest()
 
 
-def problem(files: dict[str, bytes], refused: list[str], notebooks: list[str],
-            source_cells: dict[str, dict]) -> tuple[str, str] | None:
+def problem(
+    files: dict[str, bytes], refused: list[str], notebooks: list[str], source_cells: dict[str, dict]
+) -> tuple[str, str] | None:
     """(fate, message) when the submission cannot be graded, else None.
 
     ``source_cells``: grade_id -> nbgrader metadata of the source notebook's cells.
     """
     if refused:
-        return INVALID_NOTEBOOK, "the submission holds what the grader will not open: " \
-            + "; ".join(refused[:3])
+        return INVALID_NOTEBOOK, "the submission holds what the grader will not open: " + "; ".join(
+            refused[:3]
+        )
     found = sorted(n for n in files if n.endswith(".ipynb") and "/" not in n)
     for name in notebooks:
         if name not in files:
@@ -87,8 +90,9 @@ def problem(files: dict[str, bytes], refused: list[str], notebooks: list[str],
             text = str(exc).strip()
             first_line = text.splitlines()[0] if text else type(exc).__name__
             return INVALID_NOTEBOOK, f"{name} is not a valid notebook: {first_line[:200]}"
-        bad = metadata_problem(nb, {g: m for g, m in source_cells.items()
-                                    if m.get("notebook", name) == name})
+        bad = metadata_problem(
+            nb, {g: m for g, m in source_cells.items() if m.get("notebook", name) == name}
+        )
         if bad:
             return INVALID_NOTEBOOK, f"{name}: {bad}"
     bad = timestamp_problem(files)
@@ -187,12 +191,19 @@ def deleted_problem(nb, source: dict[str, dict]) -> str | None:
     order = list(source)
     for index, grade_id in enumerate(order):
         before = order[index - 1] if index else None
-        if source[grade_id].get("grade") and grade_id not in present and before is not None \
-                and before not in present and not source[before].get("grade"):
-            return (f"the test cell '{grade_id}' was deleted, and '{before}' before it is "
-                    "not an answer or test cell here any more: nbgrader cannot put the test "
-                    "back; restore both from the release (fetch the assignment again) and "
-                    "submit again")
+        if (
+            source[grade_id].get("grade")
+            and grade_id not in present
+            and before is not None
+            and before not in present
+            and not source[before].get("grade")
+        ):
+            return (
+                f"the test cell '{grade_id}' was deleted, and '{before}' before it is "
+                "not an answer or test cell here any more: nbgrader cannot put the test "
+                "back; restore both from the release (fetch the assignment again) and "
+                "submit again"
+            )
     return None
 
 
@@ -216,8 +227,10 @@ def without_copies(files: dict[str, bytes], notebooks: list[str]) -> tuple[dict,
             seen.add(grade_id)
         if copies:
             files = {**files, name: nbformat.writes(nb).encode()}
-            notes.append(f"{name}: copies of cell(s) {', '.join(sorted(set(copies)))} graded "
-                         "as ordinary cells (only the first counts)")
+            notes.append(
+                f"{name}: copies of cell(s) {', '.join(sorted(set(copies)))} graded "
+                "as ordinary cells (only the first counts)"
+            )
     return files, notes
 
 

@@ -10,6 +10,7 @@ made), and a ``Result`` carries back the autograded
 notebooks, the feedback pages and the outcome. Both are plain dataclasses of bytes and
 text, so any transport (a process pool, Dask) can carry them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,10 +22,10 @@ class CourseFiles:
     """What a worker needs of the course to grade one assignment."""
 
     assignment: str
-    config: str                       # the course's nbgrader_config.py
-    source: dict[str, bytes]          # source/<assignment>/, relative path -> bytes
-    duedate: str | None = None        # the assignment's due date in the gradebook, ISO
-    schema: str | None = None         # the gradebook's alembic version (see worker._prepared)
+    config: str  # the course's nbgrader_config.py
+    source: dict[str, bytes]  # source/<assignment>/, relative path -> bytes
+    duedate: str | None = None  # the assignment's due date in the gradebook, ISO
+    schema: str | None = None  # the gradebook's alembic version (see worker._prepared)
 
     @property
     def key(self) -> str:
@@ -40,18 +41,18 @@ class CourseFiles:
 @dataclass(frozen=True)
 class Job:
     student: str
-    digest: str                       # of the submission's files, for the ledger
-    files: dict[str, bytes]           # submitted/<student>/<assignment>/, relative path -> bytes
+    digest: str  # of the submission's files, for the ledger
+    files: dict[str, bytes]  # submitted/<student>/<assignment>/, relative path -> bytes
     course: CourseFiles
     sandbox: bool = True
     gpu: bool = False
-    notes: tuple = ()                 # what the coordinator changed, for the outcome's details
+    notes: tuple = ()  # what the coordinator changed, for the outcome's details
 
 
 @dataclass
 class Result:
-    outcome: dict                     # fates.Outcome.as_dict()
+    outcome: dict  # fates.Outcome.as_dict()
     autograded: dict[str, bytes] = field(default_factory=dict)  # autograded/<student>/<a>/
-    feedback: dict[str, bytes] = field(default_factory=dict)    # feedback/<student>/<a>/
-    timestamp: str | None = None      # the submission's timestamp.txt, if any
-    secret: str | None = None         # its submission_secret.txt (nbgrader submit's), if any
+    feedback: dict[str, bytes] = field(default_factory=dict)  # feedback/<student>/<a>/
+    timestamp: str | None = None  # the submission's timestamp.txt, if any
+    secret: str | None = None  # its submission_secret.txt (nbgrader submit's), if any

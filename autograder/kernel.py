@@ -18,6 +18,7 @@ much the grader trusts the channel:
   memory plus what it keeps in its tmpfs folders) or its lifetime passes the limit. What
   it did is kept in ``events``, in memory: the host reads no file a kernel could touch.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -337,15 +338,23 @@ class SandboxMixin(Configurable):
         "", help="Host folder of regular files copied into the kernel's working folder."
     ).tag(config=True)
     extra_env = List(Unicode(), help="NAME=VALUE pairs added to the kernel's environment.").tag(
-        config=True)
+        config=True
+    )
     slot = Integer(0, help="The grading thread's slot: its own student-kernel template.").tag(
-        config=True)
-    template = Unicode("", help="A kind of kernel ('test', 'student'): start that kind's "
-                       "template (autograder.kernel_template), which forks one kernel per "
-                       "request, instead of a kernel.").tag(config=True)
+        config=True
+    )
+    template = Unicode(
+        "",
+        help="A kind of kernel ('test', 'student'): start that kind's "
+        "template (autograder.kernel_template), which forks one kernel per "
+        "request, instead of a kernel.",
+    ).tag(config=True)
 
-    relayed = Bool(False, help="Read the kernel only through a relay process of its own "
-                   "(autograder.relay): a student's kernel.").tag(config=True)
+    relayed = Bool(
+        False,
+        help="Read the kernel only through a relay process of its own "
+        "(autograder.relay): a student's kernel.",
+    ).tag(config=True)
 
     _watchdog: Watchdog | None = None
     _relay: Relay | None = None
@@ -354,17 +363,23 @@ class SandboxMixin(Configurable):
         return Sandbox(config=self.config)
 
     def _context_default(self):
-        return guarded_context(self._sandbox().max_message_mb * 1_000_000,
-                               asynchronous=isinstance(self, AsyncKernelManager))
+        return guarded_context(
+            self._sandbox().max_message_mb * 1_000_000,
+            asynchronous=isinstance(self, AsyncKernelManager),
+        )
 
     @default("session")
     def _bounded_session(self):
         return BoundedSession(parent=self)
 
     def client(self, **kwargs):
-        kwargs.setdefault("context", guarded_context(
-            self._sandbox().max_message_mb * 1_000_000,
-            asynchronous=isinstance(self, AsyncKernelManager)))
+        kwargs.setdefault(
+            "context",
+            guarded_context(
+                self._sandbox().max_message_mb * 1_000_000,
+                asynchronous=isinstance(self, AsyncKernelManager),
+            ),
+        )
         return super().client(**kwargs)
 
     async def _async_pre_start_kernel(self, **kw):
@@ -395,9 +410,16 @@ class SandboxMixin(Configurable):
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         sandbox = self._sandbox()
-        extra = kernel_cmd[kernel_cmd.index("-f") + 2:] if "-f" in kernel_cmd else []
-        command = [sys.executable, "-I", "-m", "autograder.kernel_entry",
-                   "-f", self.connection_file, *extra]
+        extra = kernel_cmd[kernel_cmd.index("-f") + 2 :] if "-f" in kernel_cmd else []
+        command = [
+            sys.executable,
+            "-I",
+            "-m",
+            "autograder.kernel_entry",
+            "-f",
+            self.connection_file,
+            *extra,
+        ]
         steps = {"uid": self.uid} if self.uid >= 0 else {}
         if self.use_bwrap:
             staging = Path(self.staging or self._empty_staging)
@@ -458,7 +480,9 @@ class SandboxMixin(Configurable):
             if self.provisioner.process.poll() is not None:
                 raise RuntimeError(f"the kernel template exited while starting: {self.start_log()}")
             await asyncio.sleep(0.02)
-        raise RuntimeError(f"the kernel template was not ready in {SOCKET_WAIT} s: {self.start_log()}")
+        raise RuntimeError(
+            f"the kernel template was not ready in {SOCKET_WAIT} s: {self.start_log()}"
+        )
 
     async def fork_kernel(self, connection: dict, staging: str = "") -> str:
         """Ask the template for a new kernel on ``connection`` (ipc ports and key that no
@@ -471,10 +495,13 @@ class SandboxMixin(Configurable):
         request = {"connection": connection, **({"staging": staging} if staging else {})}
         stdin.write((json.dumps(request) + "\n").encode())
         stdin.flush()
-        ports = [connection[k] for k in ("shell_port", "iopub_port", "stdin_port",
-                                         "control_port", "hb_port")]
-        return await self._sockets_of(connection["ip"], ports, "the forked kernel",
-                                      skip=getattr(self, "_own_processes", None))
+        ports = [
+            connection[k]
+            for k in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+        ]
+        return await self._sockets_of(
+            connection["ip"], ports, "the forked kernel", skip=getattr(self, "_own_processes", None)
+        )
 
     def template_said(self) -> dict:
         """How the template's kernels ended, by their pid in the sandbox: what its
@@ -516,7 +543,9 @@ class SandboxMixin(Configurable):
         """The running processes of the template's tree that are not the template's own."""
         own = getattr(self, "_own_processes", None) or {}
         pid = getattr(self.provisioner, "pid", None)
-        return [p for key, p in _tree(pid).items() if key not in own and is_running(p)] if pid else []
+        return (
+            [p for key, p in _tree(pid).items() if key not in own and is_running(p)] if pid else []
+        )
 
     def end_forked_kernels(self) -> None:
         """Kill every kernel the template forked, and wait until they are gone."""
@@ -534,8 +563,7 @@ class SandboxMixin(Configurable):
         """Connect only once every socket exists: a client that never reconnects must not
         try before the kernel listens. Until then no notebook code has run, so the path to
         the sockets (through /proc/<pid>/root, into the sandbox) is still the grader's."""
-        ports = (self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
-                 self.hb_port)
+        ports = (self.shell_port, self.iopub_port, self.stdin_port, self.control_port, self.hb_port)
         self.ip = self.relay_from(await self._sockets_of(self.ip, ports, "the kernel"))
         self._own_processes = _tree(self.provisioner.pid)
 
@@ -544,8 +572,18 @@ class SandboxMixin(Configurable):
         ``kernel_ip`` (a host path): through a relay of its own where ``relayed``."""
         if not self.relayed:
             return kernel_ip
-        ports = dict(zip(CHANNELS, (self.shell_port, self.iopub_port, self.stdin_port,
-                                    self.control_port, self.hb_port)))
+        ports = dict(
+            zip(
+                CHANNELS,
+                (
+                    self.shell_port,
+                    self.iopub_port,
+                    self.stdin_port,
+                    self.control_port,
+                    self.hb_port,
+                ),
+            )
+        )
         folder = self._runtime_dir / f"relay-{secrets.token_hex(4)}"
         max_bytes = self._sandbox().max_message_mb * 1_000_000
         self._relay = Relay(kernel_ip, ports, folder, max_bytes, preexec=die_with_grader())
@@ -631,8 +669,9 @@ class SandboxMixin(Configurable):
             env[NEST_ENV] = steps["nest"]
         if not self.use_bwrap:
             work = self._runtime_dir / "work"
-            env[DIRS_ENV] = json.dumps({"staging": self.staging or self._empty_staging,
-                                        "work": str(work)})
+            env[DIRS_ENV] = json.dumps(
+                {"staging": self.staging or self._empty_staging, "work": str(work)}
+            )
             env["HOME"] = str(work)
         return env
 
@@ -731,7 +770,7 @@ def _still_sandboxed(root: str | None, namespace: int) -> str | None:
     if not root:
         return None
     try:
-        if os.stat(f"{root[:-len('root')]}ns/mnt").st_ino == namespace:
+        if os.stat(f"{root[: -len('root')]}ns/mnt").st_ino == namespace:
             return root
     except OSError:
         pass
@@ -771,13 +810,17 @@ class SyncSandboxedKernelManager(SandboxMixin, KernelManager):
 
     def async_client(self) -> AsyncKernelClient:
         """A client for use inside one event loop (the test kernel lives longer)."""
-        kw = dict(self.get_connection_info(session=True), parent=self,
-                  context=guarded_context(self._sandbox().max_message_mb * 1_000_000, True))
+        kw = dict(
+            self.get_connection_info(session=True),
+            parent=self,
+            context=guarded_context(self._sandbox().max_message_mb * 1_000_000, True),
+        )
         return AsyncKernelClient(**kw)
 
 
-def launch_kernel(*, config=None, staging: Path | None = None,
-                  startup_timeout: float = 60) -> SyncSandboxedKernelManager:
+def launch_kernel(
+    *, config=None, staging: Path | None = None, startup_timeout: float = 60
+) -> SyncSandboxedKernelManager:
     """Start a sandboxed kernel (blocking API) and wait until it answers."""
     km = SyncSandboxedKernelManager(config=config)
     if staging is not None:

@@ -11,6 +11,7 @@ library before ipykernel: it runs twice for every student's kernel. ``-I`` keeps
 then, so a submitted ``ipykernel.py`` cannot run before the limits. Anything this module
 cannot do is fatal: a kernel without its limits must not run.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,16 @@ STAGING_DIR = "/staging"
 
 def nested_argv(bwrap: str) -> list[str]:
     """The second, unprivileged bubblewrap: a user namespace that allows no other."""
-    return [bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
-            "--die-with-parent", "--"]
+    return [
+        bwrap,
+        "--unshare-user",
+        "--disable-userns",
+        "--dev-bind",
+        "/",
+        "/",
+        "--die-with-parent",
+        "--",
+    ]
 
 
 def apply_limits(limits: dict) -> None:
@@ -90,8 +99,13 @@ def main() -> None:
         drop_root(int(uid))
     nest = os.environ.pop(NEST_ENV, "")
     if nest:
-        argv = nested_argv(nest) + [sys.executable, "-I", "-m", "autograder.kernel_entry",
-                                    *sys.argv[1:]]
+        argv = nested_argv(nest) + [
+            sys.executable,
+            "-I",
+            "-m",
+            "autograder.kernel_entry",
+            *sys.argv[1:],
+        ]
         os.execv(nest, argv)
     kind = os.environ.pop(TEMPLATE_ENV, "")
     if kind:

@@ -36,6 +36,7 @@ Contract (the host's side is ``autograder.testkernel``):
   one). Before each fork it checks that it has one thread; if not, it exits with
   ``UNSAFE_TO_FORK``, and the host starts test kernels without a template and says so.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -48,8 +49,17 @@ import sys
 
 from autograder.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
 
-_COMMON = ("ipykernel.kernelapp", "ipykernel.ipkernel", "IPython", "numpy", "torch",
-           "torch.nn", "torch.nn.functional", "torch.utils.data", "autograder.plaindata")
+_COMMON = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "IPython",
+    "numpy",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.utils.data",
+    "autograder.plaindata",
+)
 # What each kind of template imports before its first fork: what every kernel of that
 # kind imports (a student's notebook starts with ``import torch``; the bridge's student
 # side answers every test's call).

@@ -7,6 +7,7 @@ submissions it had not finished, so the next run grades exactly those, and nbgra
 forced autograde replaces (never adds to) their grade rows. Each entry is written to a
 temporary file and renamed, so a kill never leaves half an entry.
 """
+
 from __future__ import annotations
 
 import json

@@ -9,6 +9,7 @@ or a number opens with a bracket or follows a comma, which ``bytes.count`` finds
 speed) and refuses a message of more than ``MAX_VALUES``: the message is dropped as one
 the grader cannot read, and the kernel's run goes on as for any unreadable message.
 """
+
 from __future__ import annotations
 
 from jupyter_client.session import Session
@@ -34,6 +35,7 @@ class BoundedSession(Session):
         frames = [bytes(m.bytes) if hasattr(m, "bytes") else m for m in msg_list[1:5]]
         count = sum(values_in(frame) for frame in frames)
         if count > MAX_VALUES:
-            raise TooManyValues(f"a message of about {count:,} values (the grader reads "
-                                f"at most {MAX_VALUES:,})")
+            raise TooManyValues(
+                f"a message of about {count:,} values (the grader reads at most {MAX_VALUES:,})"
+            )
         return super().deserialize(msg_list, content=content, copy=copy)

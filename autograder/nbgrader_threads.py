@@ -16,6 +16,7 @@ does to the whole process would then cross two submissions:
 Each converter also logs to a logger of its own per thread (``worker._run_nbgrader``), so
 one job's error details never hold another's lines.
 """
+
 from __future__ import annotations
 
 import contextlib

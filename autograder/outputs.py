@@ -8,6 +8,7 @@ error or stderr output, because nbgrader scores a test cell with no error as pas
 Those are kept, cut to ``VERDICT_CHARS``, so that a flood can neither fill the notebook
 nor turn a failed test into a passed one.
 """
+
 from __future__ import annotations
 
 from nbformat import NotebookNode
@@ -19,8 +20,9 @@ VERDICT_CHARS = 2000
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
-    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
-                        traceback=[f"{ename}: {evalue}"])
+    return NotebookNode(
+        output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"]
+    )
 
 
 def content_size(content, limit: int = 1 << 31) -> int:
@@ -48,7 +50,9 @@ def bounded_verdict(output: NotebookNode) -> NotebookNode:
     with its text cut to a size that cannot flood."""
     if output.get("output_type") == "error":
         output["evalue"] = str(output.get("evalue", ""))[:VERDICT_CHARS]
-        output["traceback"] = [str(line)[:VERDICT_CHARS] for line in output.get("traceback", [])[:40]]
+        output["traceback"] = [
+            str(line)[:VERDICT_CHARS] for line in output.get("traceback", [])[:40]
+        ]
     else:
         output["text"] = str(output.get("text", ""))[:VERDICT_CHARS]
     return output

@@ -40,6 +40,7 @@ sent, so every rule here is about hostile data):
   (``update_in_place``), and then only in the values of the members they already have:
   the same names, shapes and dtypes; never a new member, never another kind.
 """
+
 from __future__ import annotations
 
 import base64
@@ -64,8 +65,24 @@ MAX_DIMS = 16
 
 
 # Every kind this module writes; a dict with any other "$" is a caller's reference.
-KINDS = {"int", "float", "complex", "bytes", "bytesio", "tuple", "dict", "slice", "size",
-         "dtype", "device", "tensor", "ndarray", "npscalar", "module", "optimizer"}
+KINDS = {
+    "int",
+    "float",
+    "complex",
+    "bytes",
+    "bytesio",
+    "tuple",
+    "dict",
+    "slice",
+    "size",
+    "dtype",
+    "device",
+    "tensor",
+    "ndarray",
+    "npscalar",
+    "module",
+    "optimizer",
+}
 # Optimizers rebuilt as themselves, over the parameters of a model passed in the same call.
 OPTIMIZERS = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")
 
@@ -103,7 +120,9 @@ class Budget:
         if self.tensors < 0:
             raise TooCostly(f"more than {MAX_TENSORS} tensors in one answer")
         if time.process_time() > self.deadline:
-            raise TooCostly(f"more than {MAX_CPU_SECONDS:g} s of the grader's CPU to read one answer")
+            raise TooCostly(
+                f"more than {MAX_CPU_SECONDS:g} s of the grader's CPU to read one answer"
+            )
 
 
 def encode(value, ref=None, _depth=0):
@@ -136,8 +155,11 @@ def encode(value, ref=None, _depth=0):
     if isinstance(value, (bytes, bytearray)):
         return {"$": "bytes", "v": _b64(bytes(value))}
     if isinstance(value, io.BytesIO):
-        return {"$": "bytesio", "v": _b64(io.BytesIO.getvalue(value)),
-                "pos": io.BytesIO.tell(value)}
+        return {
+            "$": "bytesio",
+            "v": _b64(io.BytesIO.getvalue(value)),
+            "pos": io.BytesIO.tell(value),
+        }
     if isinstance(value, (list, tuple)):
         items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
         seq = [encode(v, ref, _depth + 1) for v in _bounded(items, len(value))]
@@ -146,12 +168,16 @@ def encode(value, ref=None, _depth=0):
             return {"$": "size", "v": seq}
         return seq if isinstance(value, list) else {"$": "tuple", "v": seq}
     if isinstance(value, dict):
-        pairs = [[encode(k, ref, _depth + 1), encode(v, ref, _depth + 1)]
-                 for k, v in _bounded(dict.items(value), len(value))]
+        pairs = [
+            [encode(k, ref, _depth + 1), encode(v, ref, _depth + 1)]
+            for k, v in _bounded(dict.items(value), len(value))
+        ]
         return {"$": "dict", "v": pairs}
     if isinstance(value, slice):
-        return {"$": "slice", "v": [encode(x, ref, _depth + 1)
-                                    for x in (value.start, value.stop, value.step)]}
+        return {
+            "$": "slice",
+            "v": [encode(x, ref, _depth + 1) for x in (value.start, value.stop, value.step)],
+        }
     torch = _torch()
     if torch is not None:
         if isinstance(value, torch.Tensor):
@@ -159,8 +185,10 @@ def encode(value, ref=None, _depth=0):
         if isinstance(value, torch.dtype):
             return {"$": "dtype", "v": str(value).removeprefix("torch.")}
         if isinstance(value, torch.device):
-            return {"$": "device", "v": f"{value.type}" + (
-                "" if value.index is None else f":{value.index}")}
+            return {
+                "$": "device",
+                "v": f"{value.type}" + ("" if value.index is None else f":{value.index}"),
+            }
         if isinstance(value, torch.nn.Module):
             return _module(value, torch, ref, _depth)
     np = _numpy()
@@ -198,8 +226,10 @@ def _decode(data, ref, budget: Budget, depth: int):
     if tag == "float":
         return float(_text(data["v"], 40))
     if tag == "complex":
-        return complex(_number(_decode(data["re"], None, budget, depth + 1)),
-                       _number(_decode(data["im"], None, budget, depth + 1)))
+        return complex(
+            _number(_decode(data["re"], None, budget, depth + 1)),
+            _number(_decode(data["im"], None, budget, depth + 1)),
+        )
     if tag == "bytes":
         return _unb64(data["v"], budget)
     if tag == "bytesio":
@@ -218,6 +248,7 @@ def _decode(data, ref, budget: Budget, depth: int):
         return slice(*(_decode(v, None, budget, depth + 1) for v in _list(data["v"])[:3]))
     if tag == "size":
         import torch
+
         return torch.Size([_dim(v) for v in _list(data["v"])[:MAX_DIMS]])
     if tag == "dtype":
         return _dtype(data["v"])
@@ -314,8 +345,13 @@ def _tensor(t, torch):
     dtype = str(t.dtype).removeprefix("torch.")
     if dtype not in DTYPE_NAMES:
         raise Unencodable(f"a {dtype} tensor has no plain-data form")
-    data = {"$": "tensor", "dtype": dtype, "device": device,
-            "shape": list(t.shape), "requires_grad": requires_grad}
+    data = {
+        "$": "tensor",
+        "dtype": dtype,
+        "device": device,
+        "shape": list(t.shape),
+        "requires_grad": requires_grad,
+    }
     if t.device.type == "meta":
         return data  # a meta tensor has a shape and a dtype, but no numbers
     flat = t.cpu().contiguous().reshape(-1)
@@ -346,8 +382,11 @@ def _decode_tensor(data, budget: Budget | None = None):
         size = n * dtype.itemsize
         budget.spend(nbytes=size)
         raw = bytearray(_unb64(data["bytes"], budget, exact=size))
-        t = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape).clone() if n \
+        t = (
+            torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape).clone()
+            if n
             else torch.zeros(shape, dtype=dtype)
+        )
         if device.type != "cpu":
             t = t.to(device)
     if data.get("requires_grad") is True and (t.is_floating_point() or t.is_complex()):
@@ -368,9 +407,14 @@ def _ndarray(a, np):
         raise Unencodable(f"a NumPy array of {a.dtype} has no plain-data form")
     if a.size > MAX_ELEMENTS:
         raise Unencodable(f"an array of {a.size} numbers is more than {MAX_ELEMENTS}")
-    return {"$": "ndarray", "dtype": a.dtype.newbyteorder("<").str, "shape": list(a.shape),
-            "bytes": base64.b64encode(np.ascontiguousarray(a, a.dtype.newbyteorder("<"))
-                                      .tobytes()).decode()}
+    return {
+        "$": "ndarray",
+        "dtype": a.dtype.newbyteorder("<").str,
+        "shape": list(a.shape),
+        "bytes": base64.b64encode(
+            np.ascontiguousarray(a, a.dtype.newbyteorder("<")).tobytes()
+        ).decode(),
+    }
 
 
 def _decode_ndarray(data, budget: Budget | None = None):
@@ -393,12 +437,41 @@ def _decode_ndarray(data, budget: Budget | None = None):
 
 # The dtypes a tensor may cross in, as torch names them (``str(dtype)`` without
 # "torch."); looked up by name in this table only, never with getattr on torch.
-DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-               "uint8", "int8", "int16", "int32", "int64", "bool")
+DTYPE_NAMES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+)
 _DTYPES: dict = {}
 # NumPy dtypes, as ``_ndarray`` writes them (little-endian ``dtype.str``).
-NUMPY_DTYPES = {s: s for s in ("|b1", "|u1", "|i1", "<u2", "<i2", "<u4", "<i4", "<u8", "<i8",
-                               "<f2", "<f4", "<f8", "<c8", "<c16")}
+NUMPY_DTYPES = {
+    s: s
+    for s in (
+        "|b1",
+        "|u1",
+        "|i1",
+        "<u2",
+        "<i2",
+        "<u4",
+        "<i4",
+        "<u8",
+        "<i8",
+        "<f2",
+        "<f4",
+        "<f8",
+        "<c8",
+        "<c16",
+    )
+}
 DEVICE = re.compile(r"(cpu|meta|cuda)(:[0-9]{1,2})?")
 
 
@@ -416,7 +489,11 @@ def _dtype(name):
 def _device(name):
     import torch
 
-    if type(name) is not str or not DEVICE.fullmatch(name) or (":" in name and name.startswith(("cpu", "meta"))):
+    if (
+        type(name) is not str
+        or not DEVICE.fullmatch(name)
+        or (":" in name and name.startswith(("cpu", "meta")))
+    ):
         raise ValueError(f"not a device the grader reads: {str(name)[:40]!r}")
     return torch.device(name)
 
@@ -455,23 +532,48 @@ def _with_bias(*names):
 # Those with parameters are built on the meta device and then given the sent tensors.
 MODULES = {
     "Linear": _with_bias("in_features", "out_features"),
-    "Conv1d": _with_bias("in_channels", "out_channels", "kernel_size", "stride", "padding",
-                         "dilation", "groups", "padding_mode"),
-    "Conv2d": _with_bias("in_channels", "out_channels", "kernel_size", "stride", "padding",
-                         "dilation", "groups", "padding_mode"),
+    "Conv1d": _with_bias(
+        "in_channels",
+        "out_channels",
+        "kernel_size",
+        "stride",
+        "padding",
+        "dilation",
+        "groups",
+        "padding_mode",
+    ),
+    "Conv2d": _with_bias(
+        "in_channels",
+        "out_channels",
+        "kernel_size",
+        "stride",
+        "padding",
+        "dilation",
+        "groups",
+        "padding_mode",
+    ),
     "BatchNorm1d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
     "BatchNorm2d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
     "LayerNorm": _attrs("normalized_shape", "eps", "elementwise_affine"),
     "Embedding": _attrs("num_embeddings", "embedding_dim", "padding_idx"),
-    "Dropout": _attrs("p"), "Flatten": _attrs("start_dim", "end_dim"),
-    "Softmax": _attrs("dim"), "LogSoftmax": _attrs("dim"),
+    "Dropout": _attrs("p"),
+    "Flatten": _attrs("start_dim", "end_dim"),
+    "Softmax": _attrs("dim"),
+    "LogSoftmax": _attrs("dim"),
     "MaxPool2d": _attrs("kernel_size", "stride", "padding"),
     "AvgPool2d": _attrs("kernel_size", "stride", "padding"),
-    "ReLU": _attrs(), "GELU": _attrs(), "Tanh": _attrs(), "Sigmoid": _attrs(),
-    "Identity": _attrs(), "Sequential": _attrs(), "ModuleList": _attrs(),
+    "ReLU": _attrs(),
+    "GELU": _attrs(),
+    "Tanh": _attrs(),
+    "Sigmoid": _attrs(),
+    "Identity": _attrs(),
+    "Sequential": _attrs(),
+    "ModuleList": _attrs(),
     "CrossEntropyLoss": _attrs("reduction", "ignore_index", "label_smoothing"),
-    "NLLLoss": _attrs("reduction", "ignore_index"), "MSELoss": _attrs("reduction"),
-    "L1Loss": _attrs("reduction"), "BCEWithLogitsLoss": _attrs("reduction"),
+    "NLLLoss": _attrs("reduction", "ignore_index"),
+    "MSELoss": _attrs("reduction"),
+    "L1Loss": _attrs("reduction"),
+    "BCEWithLogitsLoss": _attrs("reduction"),
 }
 _ON_META = {"Linear", "Conv1d", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding"}
 
@@ -481,20 +583,36 @@ def _module(m, torch, ref, depth):
         raise Unencodable("modules nested too deeply")
     kind = type(m)
     standard = kind.__module__.startswith("torch.nn.modules") and kind.__name__ in MODULES
-    data = {"$": "module", "class": f"{kind.__module__}.{kind.__qualname__}",
-            "type": kind.__name__ if standard else None,
-            "training": bool(torch.nn.Module.__getattribute__(m, "training"))}
+    data = {
+        "$": "module",
+        "class": f"{kind.__module__}.{kind.__qualname__}",
+        "type": kind.__name__ if standard else None,
+        "training": bool(torch.nn.Module.__getattribute__(m, "training")),
+    }
     if standard:
         data["init"] = encode(MODULES[kind.__name__](m), None, depth + 1)
     get = torch.nn.Module.__getattribute__
-    data["params"] = [[str(name), None if p is None else {
-        "t": _tensor(p, torch), "grad": None if p.grad is None else _tensor(p.grad, torch)}]
-        for name, p in _bounded(dict.items(get(m, "_parameters")), MAX_ITEMS)]
-    data["buffers"] = [[str(name), None if b is None else _tensor(b, torch)]
-                       for name, b in _bounded(dict.items(get(m, "_buffers")), MAX_ITEMS)]
-    data["children"] = [[str(name), _module(child, torch, ref, depth + 1)]
-                        for name, child in _bounded(dict.items(get(m, "_modules")), MAX_ITEMS)
-                        if child is not None]
+    data["params"] = [
+        [
+            str(name),
+            None
+            if p is None
+            else {
+                "t": _tensor(p, torch),
+                "grad": None if p.grad is None else _tensor(p.grad, torch),
+            },
+        ]
+        for name, p in _bounded(dict.items(get(m, "_parameters")), MAX_ITEMS)
+    ]
+    data["buffers"] = [
+        [str(name), None if b is None else _tensor(b, torch)]
+        for name, b in _bounded(dict.items(get(m, "_buffers")), MAX_ITEMS)
+    ]
+    data["children"] = [
+        [str(name), _module(child, torch, ref, depth + 1)]
+        for name, child in _bounded(dict.items(get(m, "_modules")), MAX_ITEMS)
+        if child is not None
+    ]
     return data
 
 
@@ -623,18 +741,25 @@ def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> N
     budget.spend(modules=1)
     kind = data.get("type")
     standard = _module_class(type(m).__name__) is type(m)
-    if (kind is None and standard) or (kind is not None and (not standard or kind != type(m).__name__)):
+    if (kind is None and standard) or (
+        kind is not None and (not standard or kind != type(m).__name__)
+    ):
         raise ValueError(f"the model's {where or 'top'} module came back as another kind")
     params = {_member_name(n): p for n, p in _pairs(data.get("params", []))}
     buffers = {_member_name(n): b for n, b in _pairs(data.get("buffers", []))}
     children = {_member_name(n): c for n, c in _pairs(data.get("children", []))}
     own_children = {n: c for n, c in m._modules.items() if c is not None}
-    for kind, sent, own in (("parameters", params, m._parameters), ("buffers", buffers, m._buffers),
-                            ("modules", children, own_children)):
+    for kind, sent, own in (
+        ("parameters", params, m._parameters),
+        ("buffers", buffers, m._buffers),
+        ("modules", children, own_children),
+    ):
         if set(sent) != set(own):
             added, gone = sorted(set(sent) - set(own)), sorted(set(own) - set(sent))
-            raise ValueError(f"the model's {kind} changed{' at ' + where if where else ''}: "
-                             f"added {added[:3]}, removed {gone[:3]}")
+            raise ValueError(
+                f"the model's {kind} changed{' at ' + where if where else ''}: "
+                f"added {added[:3]}, removed {gone[:3]}"
+            )
     for name, p in params.items():
         param = m._parameters[name]
         if (p is None) != (param is None):
@@ -642,17 +767,25 @@ def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> N
         if p is None:
             continue
         tensor = _same_form(_decode_tensor(p["t"], budget), param, where + name)
-        grad = None if p.get("grad") is None else _same_form(
-            _decode_tensor(p["grad"], budget), param, where + name + ".grad")
-        changes.append(lambda param=param, tensor=tensor, grad=grad, m=m, name=name:
-                       _set_parameter(m, name, param, tensor, grad, torch))
+        grad = (
+            None
+            if p.get("grad") is None
+            else _same_form(_decode_tensor(p["grad"], budget), param, where + name + ".grad")
+        )
+        changes.append(
+            lambda param=param, tensor=tensor, grad=grad, m=m, name=name: _set_parameter(
+                m, name, param, tensor, grad, torch
+            )
+        )
     for name, b in buffers.items():
         buffer = m._buffers[name]
         if (b is None) != (buffer is None):
             raise ValueError(f"the model's buffer {where}{name} was added or removed")
         if b is not None:
             tensor = _same_form(_decode_tensor(b, budget), buffer, where + name)
-            changes.append(lambda m=m, name=name, tensor=tensor: m._buffers.__setitem__(name, tensor))
+            changes.append(
+                lambda m=m, name=name, tensor=tensor: m._buffers.__setitem__(name, tensor)
+            )
     for name, child in children.items():
         _plan_update(own_children[name], child, f"{where}{name}.", changes, budget, torch)
     training = bool(data.get("training", True))
@@ -661,8 +794,10 @@ def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> N
 
 def _same_form(tensor, like, what: str):
     if tuple(tensor.shape) != tuple(like.shape) or tensor.dtype != like.dtype:
-        raise ValueError(f"the model's {what} came back as {tuple(tensor.shape)} {tensor.dtype}, "
-                         f"not {tuple(like.shape)} {like.dtype}")
+        raise ValueError(
+            f"the model's {what} came back as {tuple(tensor.shape)} {tensor.dtype}, "
+            f"not {tuple(like.shape)} {like.dtype}"
+        )
     return tensor
 
 
@@ -679,8 +814,9 @@ def mutable(value) -> bool:
     if isinstance(value, (list, dict, bytearray, io.BytesIO)):
         return True
     torch, np = _torch(), _numpy()
-    if torch is not None and isinstance(value, (torch.Tensor, torch.nn.Module,
-                                                torch.optim.Optimizer)):
+    if torch is not None and isinstance(
+        value, (torch.Tensor, torch.nn.Module, torch.optim.Optimizer)
+    ):
         return True
     return np is not None and isinstance(value, np.ndarray)
 
@@ -736,8 +872,13 @@ def _optimizer(opt, params: dict, torch):
             refs.append(params[id(param)])
         settings = {k: v for k, v in described.items() if k != "params"}
         groups.append({"params": refs, "settings": encode(settings)})
-    return {"$": "optimizer", "type": kind, "groups": groups, "state": encode(state["state"]),
-            "defaults": encode(dict(opt.defaults))}
+    return {
+        "$": "optimizer",
+        "type": kind,
+        "groups": groups,
+        "state": encode(state["state"]),
+        "defaults": encode(dict(opt.defaults)),
+    }
 
 
 # What each optimizer keeps per parameter (torch.optim's own names): the only state that
@@ -820,8 +961,10 @@ def _load_optimizer_state(opt, data, budget: Budget | None = None) -> None:
             if not isinstance(value, torch.Tensor) or not value.is_floating_point():
                 raise ValueError(f"{kind}'s {key} must be a floating-point tensor")
             if tuple(value.shape) not in ((), tuple(params[index].shape)):
-                raise ValueError(f"{kind}'s {key} has the shape {tuple(value.shape)}, "
-                                 f"not its parameter's {tuple(params[index].shape)}")
+                raise ValueError(
+                    f"{kind}'s {key} has the shape {tuple(value.shape)}, "
+                    f"not its parameter's {tuple(params[index].shape)}"
+                )
     opt.load_state_dict({"state": state, "param_groups": described})
 
 

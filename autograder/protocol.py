@@ -38,6 +38,7 @@ Replies::
     {"unreadable": text}                the result has no plain-data form
     {"failed": text}                    from the grader: no answer could be had
 """
+
 from __future__ import annotations
 
 import json
@@ -101,11 +102,11 @@ def is_describe(prompt: str) -> bool:
 
 
 def request_body(prompt: str) -> dict:
-    return loads(prompt[len(PREFIX):])
+    return loads(prompt[len(PREFIX) :])
 
 
 def failed(why: str) -> str:
-    return dumps({"failed": why[:MAX_MESSAGE_CHARS * 2]})
+    return dumps({"failed": why[: MAX_MESSAGE_CHARS * 2]})
 
 
 def message_text(text) -> str:

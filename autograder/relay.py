@@ -30,6 +30,7 @@ The grader's side (``Relay``) starts it, asks whether it ended (``ended``, in wo
 watchdog then kills a kernel still running and records ``Kind.FLOOD``) and kills it with
 the kernel.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,12 @@ class Relay:
         folder.mkdir(mode=0o700)
         self.ip = str(folder / "ipc")
         self.max_bytes = max_bytes
-        request = {"kernel_ip": kernel_ip, "relay_ip": self.ip, "ports": ports,
-                   "max_bytes": max_bytes}
+        request = {
+            "kernel_ip": kernel_ip,
+            "relay_ip": self.ip,
+            "ports": ports,
+            "max_bytes": max_bytes,
+        }
         limit = memory_limit(max_bytes)
 
         def start() -> None:
@@ -77,8 +82,14 @@ class Relay:
 
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "MALLOC_ARENA_MAX": "2"}
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env, preexec_fn=start, cwd="/")
+            [sys.executable, "-I", "-m", MODULE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=start,
+            cwd="/",
+        )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdout = self.process.stdout
         self.process.stdin.write((json.dumps(request) + "\n").encode())
@@ -99,13 +110,19 @@ class Relay:
             parts = (self.stdout.read(200) or b"").split()
             limit = f"{self.max_bytes / 1e6:g} MB"
             if status == FLOODED and len(parts) == 2 and parts[1].isdigit():
-                self._why = (f"it sent a message of {int(parts[1]) / 1e6:.0f} MB (or of more "
-                             f"than {MAX_FRAMES} frames); the grader takes {limit} at most")
+                self._why = (
+                    f"it sent a message of {int(parts[1]) / 1e6:.0f} MB (or of more "
+                    f"than {MAX_FRAMES} frames); the grader takes {limit} at most"
+                )
             else:
-                channel = parts[1].decode(errors="replace") if status == CUT and len(parts) == 2 else "a"
-                self._why = (f"its {channel} channel broke: it sent more at once than the "
-                             f"grader holds for a kernel (messages of {limit} at most), or "
-                             "closed its socket")
+                channel = (
+                    parts[1].decode(errors="replace") if status == CUT and len(parts) == 2 else "a"
+                )
+                self._why = (
+                    f"its {channel} channel broke: it sent more at once than the "
+                    f"grader holds for a kernel (messages of {limit} at most), or "
+                    "closed its socket"
+                )
         return self._why
 
     def stop(self) -> None:
@@ -117,9 +134,13 @@ class Relay:
 
 def _sockets(zmq, context, request: dict) -> list[tuple]:
     """(from the kernel, to the grader) socket pairs, connected and bound."""
-    kinds = {"shell": (zmq.DEALER, zmq.ROUTER), "control": (zmq.DEALER, zmq.ROUTER),
-             "stdin": (zmq.DEALER, zmq.ROUTER), "hb": (zmq.DEALER, zmq.ROUTER),
-             "iopub": (zmq.XSUB, zmq.XPUB)}
+    kinds = {
+        "shell": (zmq.DEALER, zmq.ROUTER),
+        "control": (zmq.DEALER, zmq.ROUTER),
+        "stdin": (zmq.DEALER, zmq.ROUTER),
+        "hb": (zmq.DEALER, zmq.ROUTER),
+        "iopub": (zmq.XSUB, zmq.XPUB),
+    }
     pairs = []
     for channel in CHANNELS:
         port = request["ports"][channel]

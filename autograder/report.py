@@ -4,6 +4,7 @@ report of fates, a summary table, and the class report (``autograder.class_repor
 Every score in them is the gradebook's, read when they are written: after nbgrader's late
 penalty (``LateSubmissionPlugin``), with the penalty beside it, and with any manual grade
 from formgrader. The ledger only says what became of each submission (its fate)."""
+
 from __future__ import annotations
 
 import csv
@@ -19,8 +20,17 @@ from autograder import fates
 from autograder.config import grading_config
 from autograder.fates import FATES
 
-REPORT_FIELDS = ("student_id", "fate", "score", "max_score", "raw_score", "late_penalty",
-                 "details", "this_run", "seconds")
+REPORT_FIELDS = (
+    "student_id",
+    "fate",
+    "score",
+    "max_score",
+    "raw_score",
+    "late_penalty",
+    "details",
+    "this_run",
+    "seconds",
+)
 
 
 def questions(course_root: Path, assignment: str) -> dict[str, list[str]]:
@@ -35,10 +45,15 @@ def questions(course_root: Path, assignment: str) -> dict[str, list[str]]:
         nb = nbformat.read(Path(course_root) / "source" / assignment / name, as_version=4)
         heading = name[: -len(".ipynb")]
         for cell in nb.cells:
-            found = re.match(r"^(#{1,2})\s+(.+)", cell.source.lstrip()) \
-                if cell.cell_type == "markdown" else None
+            found = (
+                re.match(r"^(#{1,2})\s+(.+)", cell.source.lstrip())
+                if cell.cell_type == "markdown"
+                else None
+            )
             if found:
-                heading = re.sub(r"\s*\([^)]*points?\)\s*$", "", found.group(2)).split(":")[0].strip()
+                heading = (
+                    re.sub(r"\s*\([^)]*points?\)\s*$", "", found.group(2)).split(":")[0].strip()
+                )
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and not meta.get("solution") and meta.get("grade_id"):
                 out.setdefault(heading, []).append(meta["grade_id"])
@@ -60,9 +75,12 @@ def gradebook_scores(course_root: Path, assignment: str) -> dict[str, dict]:
             penalty = float(submission.late_submission_penalty or 0)
             cells = {g.name: float(g.score or 0) for nb in submission.notebooks for g in nb.grades}
             out[submission.student.id] = {
-                "score": max(0.0, raw - penalty), "raw_score": raw, "late_penalty": penalty,
+                "score": max(0.0, raw - penalty),
+                "raw_score": raw,
+                "late_penalty": penalty,
                 "max_score": max_score,
-                "questions": {q: sum(cells.get(c, 0.0) for c in ids) for q, ids in asked.items()}}
+                "questions": {q: sum(cells.get(c, 0.0) for c in ids) for q, ids in asked.items()},
+            }
     return out
 
 
@@ -76,8 +94,11 @@ def ungraded(course_root: Path, assignment: str) -> dict[str, str]:
     """Student -> fate, for each submission the ledger says got no grade (``UNGRADED``)."""
     from autograder.ledger import Ledger
 
-    return {e["student_id"]: e["fate"] for e in Ledger(course_root, assignment).entries()
-            if e.get("fate") in UNGRADED}
+    return {
+        e["student_id"]: e["fate"]
+        for e in Ledger(course_root, assignment).entries()
+        if e.get("fate") in UNGRADED
+    }
 
 
 def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> list[dict]:
@@ -86,9 +107,14 @@ def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> 
     none = ungraded(course_root, assignment)
     # An ungraded submission keeps the outcome's own score (none for a grader's error):
     # the gradebook's 0 for it is no grade, and the class report leaves it out.
-    return [{**o, "max_score": None} if o["student_id"] in none
-            else {**o, **scores[o["student_id"]]} if o["student_id"] in scores else o
-            for o in outcomes]
+    return [
+        {**o, "max_score": None}
+        if o["student_id"] in none
+        else {**o, **scores[o["student_id"]]}
+        if o["student_id"] in scores
+        else o
+        for o in outcomes
+    ]
 
 
 def with_manual_grades(course_root: Path, assignment: str, students) -> list[str]:
@@ -102,8 +128,9 @@ def with_manual_grades(course_root: Path, assignment: str, students) -> list[str
                 submission = gb.find_submission(assignment, student)
             except MissingEntry:
                 continue
-            if any(g.manual_score is not None for nb in submission.notebooks for g in nb.grades) \
-                    or any(c.manual_comment for nb in submission.notebooks for c in nb.comments):
+            if any(
+                g.manual_score is not None for nb in submission.notebooks for g in nb.grades
+            ) or any(c.manual_comment for nb in submission.notebooks for c in nb.comments):
                 found.append(student)
     return found
 
@@ -155,11 +182,15 @@ CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 class CanvasExport(Configurable):
     """How ``--export canvas`` names its columns."""
 
-    columns = Dict(Unicode(), default_value={}, help=(
-        "Assignment id -> the header of an existing Canvas assignment's column, as Canvas's "
-        "own export writes it, 'Name (id)': e.g. {'gpu_tensors': 'GPU tensors (48213)'}. "
-        "Without one, the column is the assignment id and Canvas makes a new assignment."
-    )).tag(config=True)
+    columns = Dict(
+        Unicode(),
+        default_value={},
+        help=(
+            "Assignment id -> the header of an existing Canvas assignment's column, as Canvas's "
+            "own export writes it, 'Name (id)': e.g. {'gpu_tensors': 'GPU tensors (48213)'}. "
+            "Without one, the column is the assignment id and Canvas makes a new assignment."
+        ),
+    ).tag(config=True)
 
 
 def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path:
@@ -179,8 +210,7 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
         found = [gb.find_assignment(a) for a in assignments]
         points = [a.max_score for a in found]
         # Not released yet: nobody has submitted, or its due date is still ahead.
-        released = [bool(a.submissions) and (a.duedate is None or a.duedate < now)
-                    for a in found]
+        released = [bool(a.submissions) and (a.duedate is None or a.duedate < now) for a in found]
         rows = []
         for student in sorted(gb.students, key=lambda s: s.id):
             name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
@@ -205,8 +235,9 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
     return dest
 
 
-def write_class_report(course_root: Path, assignment: str, outcomes: list[dict],
-                       folder: Path) -> Path:
+def write_class_report(
+    course_root: Path, assignment: str, outcomes: list[dict], folder: Path
+) -> Path:
     from autograder.class_report import write
 
     return write(course_root, assignment, outcomes, folder)
@@ -221,8 +252,13 @@ def write_report(outcomes: list[dict], folder: Path) -> tuple[Path, Path]:
         writer = csv.DictWriter(f, REPORT_FIELDS + tuple(names), extrasaction="ignore")
         writer.writeheader()
         for o in outcomes:
-            writer.writerow({**o, **{q: f"{v:g}" for q, v in o.get("questions", {}).items()},
-                             "details": "; ".join(o.get("details") or [])})
+            writer.writerow(
+                {
+                    **o,
+                    **{q: f"{v:g}" for q, v in o.get("questions", {}).items()},
+                    "details": "; ".join(o.get("details") or []),
+                }
+            )
     return json_path, csv_path
 
 

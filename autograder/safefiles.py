@@ -7,6 +7,7 @@ opened without following links, and must then be a regular file (``fstat``): a l
 planted in its place is refused, a FIFO cannot hang the batch, and a file larger than the
 bound is refused before it is read.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,9 @@ def _read_fd(fd: int, name: str, limit: int) -> bytes:
         os.close(fd)
 
 
-def regular_files(folder: Path, limit_each: int, limit_total: int,
-                  skip=lambda rel: False) -> tuple[dict[str, bytes], list[str]]:
+def regular_files(
+    folder: Path, limit_each: int, limit_total: int, skip=lambda rel: False
+) -> tuple[dict[str, bytes], list[str]]:
     """Every regular file under ``folder`` (relative path -> bytes), and what was refused.
 
     Links, FIFOs, devices and sockets are refused and named, never followed or opened;

@@ -30,6 +30,7 @@ Identity and limits:
 - Run as an ordinary user without user namespaces, there is no safe sandbox:
   ``course-grade`` refuses and says why.
 """
+
 from __future__ import annotations
 
 import functools
@@ -74,18 +75,25 @@ def userns_problem(bwrap: str, uid: int = -1) -> str | None:
     ``uid`` >= 0 (grading as root): the probe runs as that uid, as the kernels will.
     """
     if _kernel_version() < MIN_KERNEL_USERNS:
-        return f"the process limit per kernel needs Linux 5.14 or later (this is {platform.release()})"
+        return (
+            f"the process limit per kernel needs Linux 5.14 or later (this is {platform.release()})"
+        )
     prefix = _setpriv(uid) if uid >= 0 else []
     try:
-        probe = subprocess.run(prefix + [bwrap, "--unshare-user", "--disable-userns",
-                                         "--ro-bind", "/", "/", "true"],
-                               capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(
+            prefix + [bwrap, "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap could not be started ({exc})"
     if probe.returncode != 0:
-        return ("bubblewrap cannot give kernels their own user namespace here "
-                f"({probe.stderr.strip() or probe.returncode}); on Ubuntu 24.04+ see "
-                "kernel.apparmor_restrict_unprivileged_userns")
+        return (
+            "bubblewrap cannot give kernels their own user namespace here "
+            f"({probe.stderr.strip() or probe.returncode}); on Ubuntu 24.04+ see "
+            "kernel.apparmor_restrict_unprivileged_userns"
+        )
     return None
 
 
@@ -98,8 +106,11 @@ def gpu_devices() -> list[str]:
     """The NVIDIA device nodes of this machine (none on a machine without a GPU)."""
     import glob
 
-    return sorted(p for p in glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")
-                  if os.path.exists(p) and not os.path.isdir(p))
+    return sorted(
+        p
+        for p in glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")
+        if os.path.exists(p) and not os.path.isdir(p)
+    )
 
 
 def _setpriv(uid: int) -> list[str]:
@@ -114,7 +125,8 @@ class Sandbox(Configurable):
         300, help="CPU seconds a kernel may use in all (RLIMIT_CPU); then it is killed."
     ).tag(config=True)
     max_cpus = Float(
-        1.5, help="CPU cores a kernel's processes may keep busy together, on average over "
+        1.5,
+        help="CPU cores a kernel's processes may keep busy together, on average over "
         "4 s; above it the tree is killed (a kernel starting many busy processes, each in a "
         "session of its own, would otherwise starve the other students' kernels). "
         "0: no limit.",
@@ -135,12 +147,14 @@ class Sandbox(Configurable):
         "ranges and fails under RLIMIT_AS: set this False to grade on a GPU.",
     ).tag(config=True)
     disk_mb = Integer(
-        512, help="Size (MB) of the kernel's writable /tmp, its working folder included: "
-        "its disk quota. Counted in memory_mb while used."
+        512,
+        help="Size (MB) of the kernel's writable /tmp, its working folder included: "
+        "its disk quota. Counted in memory_mb while used.",
     ).tag(config=True)
     shm_mb = Integer(
-        256, help="Size (MB) of the kernel's /dev/shm (DataLoader workers share tensors "
-        "there). Counted in memory_mb while used."
+        256,
+        help="Size (MB) of the kernel's /dev/shm (DataLoader workers share tensors "
+        "there). Counted in memory_mb while used.",
     ).tag(config=True)
     max_processes = Integer(
         256,
@@ -148,23 +162,26 @@ class Sandbox(Configurable):
         "count too). A kernel that reaches it is killed: the fate 'too many processes'.",
     ).tag(config=True)
     max_output_mb = Integer(
-        2, help="Output (MB) kept from one notebook's run, on every path (streams, "
-        "displays, display updates, errors, widget messages); the rest is dropped."
+        2,
+        help="Output (MB) kept from one notebook's run, on every path (streams, "
+        "displays, display updates, errors, widget messages); the rest is dropped.",
     ).tag(config=True)
     max_message_mb = Integer(
-        64, help="Largest single message (MB) the grader accepts from a kernel; a bigger "
-        "one cuts that kernel off."
+        64,
+        help="Largest single message (MB) the grader accepts from a kernel; a bigger "
+        "one cuts that kernel off.",
     ).tag(config=True)
-    max_file_mb = Integer(
-        200, help="Largest file (MB) a kernel may write (RLIMIT_FSIZE)."
-    ).tag(config=True)
+    max_file_mb = Integer(200, help="Largest file (MB) a kernel may write (RLIMIT_FSIZE).").tag(
+        config=True
+    )
     uid_base = Integer(
         61000, help="As root, kernels run as uid uid_base + slot (one uid per kernel slot)."
     ).tag(config=True)
     kernel_templates = Bool(
-        True, help="Fork each test kernel from a template that has imported what every test "
+        True,
+        help="Fork each test kernel from a template that has imported what every test "
         "kernel needs (autograder.kernel_template). False: start each one as any kernel "
-        "(slower; the same isolation)."
+        "(slower; the same isolation).",
     ).tag(config=True)
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)
     extra_ro_binds = List(
@@ -182,8 +199,14 @@ class Sandbox(Configurable):
         service PATHs may leave /usr/bin out)."""
         found = shutil.which(self.bwrap)
         if found is None and "/" not in self.bwrap:
-            found = next((p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
-                          if os.access(p, os.X_OK)), None)
+            found = next(
+                (
+                    p
+                    for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap")
+                    if os.access(p, os.X_OK)
+                ),
+                None,
+            )
         return found
 
     def limits(self) -> dict:
@@ -246,9 +269,19 @@ class Sandbox(Configurable):
         args.extend(["--chdir", "/tmp"])
         if userns:
             args.extend(["--unshare-user", "--disable-userns"])
-        args.extend(["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                     "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-                     "--hostname", "sandbox"])
+        args.extend(
+            [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--die-with-parent",
+                "--new-session",
+                "--hostname",
+                "sandbox",
+            ]
+        )
         args.append("--")
         return args
 

@@ -23,6 +23,7 @@ Where no template can serve (``Sandbox.kernel_templates`` False, no sandbox, a t
 that will not start or has more than one thread), the kernel starts as any kernel, and
 the submission's details say why.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,11 @@ class TemplateUnusable(Exception):
 
 def _key(config, uid: int, slot: int, extra_env) -> tuple:
     sandbox = Sandbox(config=config)
-    settings = {name: getattr(sandbox, name) for name in sandbox.trait_names()
-                if sandbox.trait_metadata(name, "config")}
+    settings = {
+        name: getattr(sandbox, name)
+        for name in sandbox.trait_names()
+        if sandbox.trait_metadata(name, "config")
+    }
     return (slot, uid, json.dumps(settings, sort_keys=True, default=str), tuple(extra_env))
 
 
@@ -138,8 +142,12 @@ class StudentTemplate:
             return False
         for p in self.km._own_processes.values():
             try:
-                if p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP,
-                                  psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                if p.status() in (
+                    psutil.STATUS_STOPPED,
+                    psutil.STATUS_TRACING_STOP,
+                    psutil.STATUS_ZOMBIE,
+                    psutil.STATUS_DEAD,
+                ):
                     return False
             except psutil.NoSuchProcess:
                 return False
@@ -262,28 +270,48 @@ class ForkedKernelManager(SandboxedKernelManager):
         # template's tmpfs until the next one empties it, and a client that found an old
         # socket first would wait on a kernel that is gone.
         base = 10 * (kept.forks + 1)
-        for offset, name in enumerate(("shell_port", "iopub_port", "stdin_port",
-                                       "control_port", "hb_port"), start=1):
+        for offset, name in enumerate(
+            ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"), start=1
+        ):
             setattr(self, name, base + offset)
         info = self.get_connection_info()
-        connection = {k: info[k] for k in ("shell_port", "iopub_port", "stdin_port",
-                                           "control_port", "hb_port", "transport",
-                                           "signature_scheme")}
-        connection.update(ip=SOCKETS_IN_SANDBOX, kernel_name="",
-                          key=info["key"].decode() if isinstance(info["key"], bytes) else info["key"])
-        ip, child, self._oom_before = await kept.fork(connection, Path(self.staging or self._empty_staging))
+        connection = {
+            k: info[k]
+            for k in (
+                "shell_port",
+                "iopub_port",
+                "stdin_port",
+                "control_port",
+                "hb_port",
+                "transport",
+                "signature_scheme",
+            )
+        }
+        connection.update(
+            ip=SOCKETS_IN_SANDBOX,
+            kernel_name="",
+            key=info["key"].decode() if isinstance(info["key"], bytes) else info["key"],
+        )
+        ip, child, self._oom_before = await kept.fork(
+            connection, Path(self.staging or self._empty_staging)
+        )
         self._kept, self._forked_child = kept, child
         self._group = None
         process = ForkedProcess(child, kept)
-        self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, child.pid, None
+        self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = (
+            process,
+            child.pid,
+            None,
+        )
         self._log_path = kept.km._log_path
         # RLIMIT_NPROC counts the template's own processes of the kernel's uid too: the
         # kernel's tree reaches its share of the limit that much sooner, and must be
         # called at it, or a fork bomb stuck at the limit would never be named.
         watched = Sandbox(config=self.config)
         if watched.max_processes:
-            watched.max_processes = max(1, watched.max_processes - _threads_of_uid(
-                kept.km._own_processes.values(), child))
+            watched.max_processes = max(
+                1, watched.max_processes - _threads_of_uid(kept.km._own_processes.values(), child)
+            )
         self._watchdog = Watchdog(child.pid, watched, self.events, None)
         self.ip = self.relay_from(ip)
         self.provisioner.connection_info = {**info, "ip": self.ip}

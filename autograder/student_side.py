@@ -7,6 +7,7 @@ reply of plain data, which the test kernel decodes into values of its own. A rep
 What must hold is the other direction: for an honest notebook, answering changes
 nothing the notebook can see, and never raises.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -26,8 +27,7 @@ def serve(shell, prompt: str) -> None:
             reply = {"failed": "unknown request"}
         text = protocol.dumps(reply)
     except Exception as exc:  # noqa: BLE001 - the reply says what went wrong
-        text = protocol.dumps({"unreadable": protocol.message_text(
-            f"{type(exc).__name__}: {exc}")})
+        text = protocol.dumps({"unreadable": protocol.message_text(f"{type(exc).__name__}: {exc}")})
     from IPython.display import publish_display_data
 
     publish_display_data({protocol.REPLY_MIME: text})
@@ -57,17 +57,20 @@ def call(namespace: dict, request: dict) -> dict:
         return {"failed": f"`{name}` is not a function in your notebook"}
     keys = [str(k) for k, _ in request["kwargs"]]
     values = plaindata.decode_values(list(request["args"]) + [v for _, v in request["kwargs"]])
-    args, kwargs = values[:len(request["args"])], dict(zip(keys, values[len(request["args"]):]))
+    args, kwargs = values[: len(request["args"])], dict(zip(keys, values[len(request["args"]) :]))
     record = [] if request.get("record") is True else None
     try:
         with _recording(record):
             result = function(*args, **kwargs)
     except KeyboardInterrupt:
-        return {"raised": {"type": "TimeoutError",
-                           "message": f"{name}(...) was stopped: it took too long"}}
+        return {
+            "raised": {
+                "type": "TimeoutError",
+                "message": f"{name}(...) was stopped: it took too long",
+            }
+        }
     except BaseException as exc:  # noqa: BLE001 - the test decides what an error means
-        return {"raised": {"type": type(exc).__name__,
-                           "message": protocol.message_text(exc)}}
+        return {"raised": {"type": type(exc).__name__, "message": protocol.message_text(exc)}}
     identities = {id(a): {"$": "arg", "i": i} for i, a in enumerate(args)}
     identities.update({id(v): {"$": "kwarg", "k": k} for k, v in kwargs.items()})
     try:
@@ -84,7 +87,10 @@ def _after(args: list, kwargs: dict) -> dict:
         after = plaindata.encode_values([v if plaindata.mutable(v) else None for v in values])
     except plaindata.Unencodable:
         after = [None] * len(values)
-    return {"args": after[:len(args)], "kwargs": [[k, a] for k, a in zip(kwargs, after[len(args):])]}
+    return {
+        "args": after[: len(args)],
+        "kwargs": [[k, a] for k, a in zip(kwargs, after[len(args) :])],
+    }
 
 
 # -- a record of what crossed between devices ------------------------------------------------
@@ -125,11 +131,22 @@ def copy_record(record: list):
                 source, target = args[1], args[0]
             else:
                 return out
-            if (isinstance(source, torch.Tensor) and isinstance(target, torch.Tensor)
-                    and source.device.type != target.device.type and len(record) < MAX_RECORD):
-                record.append([packet.__name__, source.device.type, target.device.type,
-                               str(source.dtype).removeprefix("torch."),
-                               str(target.dtype).removeprefix("torch."), int(source.numel())])
+            if (
+                isinstance(source, torch.Tensor)
+                and isinstance(target, torch.Tensor)
+                and source.device.type != target.device.type
+                and len(record) < MAX_RECORD
+            ):
+                record.append(
+                    [
+                        packet.__name__,
+                        source.device.type,
+                        target.device.type,
+                        str(source.dtype).removeprefix("torch."),
+                        str(target.dtype).removeprefix("torch."),
+                        int(source.numel()),
+                    ]
+                )
             return out
 
     return CopyRecord()

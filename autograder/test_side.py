@@ -10,6 +10,7 @@ the student's kernel, which runs the function there and sends back the result an
 change the function made to its arguments. So a test compares only values this process
 built, with its own, unpatched operations.
 """
+
 from __future__ import annotations
 
 from autograder import plaindata, protocol
@@ -68,14 +69,18 @@ class StudentFunction:
     def __call__(self, *args, **kwargs):
         try:
             sent = plaindata.encode_values(list(args) + list(kwargs.values()))
-            sent_args, sent_kwargs = sent[:len(args)], [[k, v] for k, v in zip(kwargs, sent[len(args):])]
+            sent_args, sent_kwargs = (
+                sent[: len(args)],
+                [[k, v] for k, v in zip(kwargs, sent[len(args) :])],
+            )
         except plaindata.Unencodable as exc:  # the test's own argument: an authoring bug
             raise TypeError(f"a test cannot pass this to {self.name}: {exc}") from None
         reply = ask(protocol.call_request(self.name, sent_args, sent_kwargs))
         if "raised" in reply:
             raised = reply["raised"]
             raise _exception_class(str(raised.get("type", "Exception")))(
-                protocol.message_text(raised.get("message", "")))
+                protocol.message_text(raised.get("message", ""))
+            )
         if "ok" not in reply:
             why = reply.get("unreadable") or reply.get("failed") or "no answer"
             if "unreadable" in reply:
@@ -84,9 +89,14 @@ class StudentFunction:
 
         budget = plaindata.Budget()  # one reply, one bound on what reading it may cost
         after_args = _after_states(reply.get("args"), len(args))
-        after_kwargs = {key: after for key, after in _pairs(reply.get("kwargs"))
-                        if type(key) is str and key in kwargs}
-        self._after = list(zip(args, after_args)) + [(kwargs[k], a) for k, a in after_kwargs.items()]
+        after_kwargs = {
+            key: after
+            for key, after in _pairs(reply.get("kwargs"))
+            if type(key) is str and key in kwargs
+        }
+        self._after = list(zip(args, after_args)) + [
+            (kwargs[k], a) for k, a in after_kwargs.items()
+        ]
 
         def resolve(data):
             # A result that *is* an argument: a model or an optimizer is the test's own
@@ -118,11 +128,13 @@ class StudentFunction:
             TOO_COSTLY.append(f"{self.name}(...): {protocol.message_text(exc)}")
             raise StudentAnswerError(
                 f"{self.name}(...) sent back an answer too costly to check: "
-                f"{protocol.message_text(exc)}") from None
+                f"{protocol.message_text(exc)}"
+            ) from None
         except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
             raise StudentAnswerError(
                 f"{self.name}(...) sent back something that is not plain data "
-                f"({protocol.message_text(exc)})") from None
+                f"({protocol.message_text(exc)})"
+            ) from None
         return result
 
     def became(self, value):
@@ -138,8 +150,10 @@ class StudentFunction:
                 try:
                     return plaindata.decode(after)
                 except Exception as exc:  # noqa: BLE001 - the student's data
-                    raise StudentAnswerError(f"{self.name}(...) sent back its argument as something "
-                                             f"that is not plain data ({protocol.message_text(exc)})") from None
+                    raise StudentAnswerError(
+                        f"{self.name}(...) sent back its argument as something "
+                        f"that is not plain data ({protocol.message_text(exc)})"
+                    ) from None
         return value
 
     def recorded(self, *args, **kwargs):
@@ -171,9 +185,13 @@ def plain_record(data) -> list[list]:
     from autograder.student_side import MAX_RECORD
 
     def entry(item) -> bool:
-        return (type(item) is list and len(item) == 6
-                and all(type(x) is str and len(x) <= 40 for x in item[:5])
-                and type(item[5]) is int and item[5] >= 0)
+        return (
+            type(item) is list
+            and len(item) == 6
+            and all(type(x) is str and len(x) <= 40 for x in item[:5])
+            and type(item[5]) is int
+            and item[5] >= 0
+        )
 
     if type(data) is not list or len(data) > MAX_RECORD or not all(entry(item) for item in data):
         raise StudentAnswerError("the call's record of copies could not be read")
@@ -187,18 +205,44 @@ def _after_states(states, count: int) -> list:
 
 
 def _pairs(items) -> list:
-    return [item for item in items if type(item) is list and len(item) == 2] \
-        if type(items) is list else []
+    return (
+        [item for item in items if type(item) is list and len(item) == 2]
+        if type(items) is list
+        else []
+    )
 
 
 # Exceptions a student's function may raise that keep their own class here: the built-in
 # ones a test could mean to expect, by name in this fixed table.
-BUILTIN_EXCEPTIONS = {cls.__name__: cls for cls in (
-    ArithmeticError, AssertionError, AttributeError, EOFError, FileNotFoundError,
-    FloatingPointError, ImportError, IndexError, KeyError, LookupError, MemoryError,
-    ModuleNotFoundError, NameError, NotImplementedError, OSError, OverflowError,
-    RecursionError, RuntimeError, TimeoutError, TypeError, UnboundLocalError,
-    UnicodeError, ValueError, ZeroDivisionError)}
+BUILTIN_EXCEPTIONS = {
+    cls.__name__: cls
+    for cls in (
+        ArithmeticError,
+        AssertionError,
+        AttributeError,
+        EOFError,
+        FileNotFoundError,
+        FloatingPointError,
+        ImportError,
+        IndexError,
+        KeyError,
+        LookupError,
+        MemoryError,
+        ModuleNotFoundError,
+        NameError,
+        NotImplementedError,
+        OSError,
+        OverflowError,
+        RecursionError,
+        RuntimeError,
+        TimeoutError,
+        TypeError,
+        UnboundLocalError,
+        UnicodeError,
+        ValueError,
+        ZeroDivisionError,
+    )
+}
 _EXCEPTIONS: dict[str, type] = {}
 
 
@@ -243,6 +287,8 @@ def bind(namespace: dict, names: list[str]) -> None:
                 namespace[name] = plaindata.decode(data, budget=budget)
             except plaindata.TooCostly as exc:
                 TOO_COSTLY.append(f"{name}: {protocol.message_text(exc)}")
-                namespace[name] = Unreadable(name, "too costly to check: " + protocol.message_text(exc))
+                namespace[name] = Unreadable(
+                    name, "too costly to check: " + protocol.message_text(exc)
+                )
             except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
                 namespace[name] = Unreadable(name, protocol.message_text(exc))

@@ -11,6 +11,7 @@ template never costs a student a point.
 Everything here raises ``TestKernelProblem`` when the test kernel cannot do its part:
 the submission's test points are then withheld, and its fate says why.
 """
+
 from __future__ import annotations
 
 import ast
@@ -91,8 +92,11 @@ class TestKernel:
         self.folder: Path | None = None
         self.forked: list = []  # the processes of the kernel forked last
         # Why test kernels start without a template here (None: they are forked).
-        self.without_template: str | None = None if Sandbox(config=config).kernel_templates \
+        self.without_template: str | None = (
+            None
+            if Sandbox(config=config).kernel_templates
             else "kernel templates are turned off (Sandbox.kernel_templates)"
+        )
 
     @property
     def reused(self) -> bool:
@@ -123,8 +127,9 @@ class TestKernel:
             status = self.km.provisioner.process.poll() if self.km.provisioner else None
             self.close()
             if status == UNSAFE_TO_FORK:
-                raise TemplateUnusable("its template had more than one thread, and forking "
-                                       "it would not be safe") from None
+                raise TemplateUnusable(
+                    "its template had more than one thread, and forking it would not be safe"
+                ) from None
             raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
         self.forked = self.km.forked_kernels()  # looked up once: alive() runs per message
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
@@ -153,10 +158,20 @@ class TestKernel:
         """New ports (ipc: numbers in the socket files' names) and a new key per kernel."""
         self.forks += 1
         base = 10 * self.forks
-        ports = {name: base + i for i, name in enumerate(
-            ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"), start=1)}
-        return {**ports, "transport": "ipc", "ip": SOCKETS_IN_SANDBOX,
-                "key": secrets.token_hex(32), "signature_scheme": "hmac-sha256", "kernel_name": ""}
+        ports = {
+            name: base + i
+            for i, name in enumerate(
+                ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"), start=1
+            )
+        }
+        return {
+            **ports,
+            "transport": "ipc",
+            "ip": SOCKETS_IN_SANDBOX,
+            "key": secrets.token_hex(32),
+            "signature_scheme": "hmac-sha256",
+            "kernel_name": "",
+        }
 
     async def _start(self, template: bool) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="cg-test-", dir="/tmp"))
@@ -220,7 +235,10 @@ class Session:
         if fetch or self.plan.tests_rebind:
             await self.run_trusted(
                 "__import__('autograder.test_side', fromlist=['_']).bind(globals(), "
-                f"{json.dumps(self.plan.answer_names)})", "reading the answers", bridge)
+                f"{json.dumps(self.plan.answer_names)})",
+                "reading the answers",
+                bridge,
+            )
         status, outputs = await self.execute(self.plan.tests[grade_id].code, bridge)
         return outputs
 
@@ -234,8 +252,10 @@ class Session:
         """What this submission's answers had refused as too costly to check, as the test
         kernel's trusted side noted it (``test_side.TOO_COSTLY``); read through the
         execute reply's user expressions, which no student's text can fill."""
-        expression = ("__import__('json').dumps(__import__('autograder.test_side', "
-                      "fromlist=['_']).TOO_COSTLY[:20])")
+        expression = (
+            "__import__('json').dumps(__import__('autograder.test_side', "
+            "fromlist=['_']).TOO_COSTLY[:20])"
+        )
         status, _ = await self.execute("", keep=False, expressions={"costly": expression})
         value = (self.last_reply or {}).get("user_expressions", {}).get("costly", {})
         try:
@@ -252,18 +272,25 @@ class Session:
         """
         kc = self.kc
         # Trusted code's outputs are not kept: it runs silent (no input echo, no result).
-        msg_id = kc.execute(code, silent=not keep, store_history=False,
-                            user_expressions=expressions or {},
-                            allow_stdin=bridge is not None, stop_on_error=False)
+        msg_id = kc.execute(
+            code,
+            silent=not keep,
+            store_history=False,
+            user_expressions=expressions or {},
+            allow_stdin=bridge is not None,
+            stop_on_error=False,
+        )
         outputs: list = []
         reply = None
         idle = False
         started = time.monotonic()
         waited = 0.0  # seconds spent waiting for the student's kernel
         poller = zmq.asyncio.Poller()
-        channels = {kc.iopub_channel.socket: kc.iopub_channel,
-                    kc.stdin_channel.socket: kc.stdin_channel,
-                    kc.shell_channel.socket: kc.shell_channel}
+        channels = {
+            kc.iopub_channel.socket: kc.iopub_channel,
+            kc.stdin_channel.socket: kc.stdin_channel,
+            kc.shell_channel.socket: kc.shell_channel,
+        }
         for socket in channels:
             poller.register(socket, zmq.POLLIN)
         while not (idle and reply is not None):
@@ -271,7 +298,8 @@ class Session:
             if own > self.cell_timeout:
                 await self._interrupt()
                 raise TestKernelProblem(
-                    f"a test cell ran {self.cell_timeout:g} s in the test kernel without finishing")
+                    f"a test cell ran {self.cell_timeout:g} s in the test kernel without finishing"
+                )
             if not self.kernel.alive():
                 events = self.kernel.km.events if self.kernel.km is not None else []
                 raise TestKernelProblem("the test kernel died: " + _death(events))
@@ -303,8 +331,14 @@ class Session:
         status = reply.get("status", "error")
         if not keep and status == "error":
             # Not kept: the notebook never shows them. The error still says what failed.
-            return status, [new_output("error", ename=str(reply.get("ename", "")),
-                                       evalue=str(reply.get("evalue", "")), traceback=[])]
+            return status, [
+                new_output(
+                    "error",
+                    ename=str(reply.get("ename", "")),
+                    evalue=str(reply.get("evalue", "")),
+                    traceback=[],
+                )
+            ]
         return status, outputs
 
     async def _interrupt(self) -> None:

@@ -11,6 +11,7 @@ trusted; the student's copy is not, so nothing here ever reads it. From the sour
   imports and the names the instructor's cells bind. Only these are fetched from the
   student's kernel; everything else a test uses is the test kernel's own.
 """
+
 from __future__ import annotations
 
 import ast
@@ -69,8 +70,9 @@ def plan(source_nb) -> TestPlan:
         if meta.get("solution"):
             names |= defined_names(cell.source)
         elif meta.get("grade"):
-            tests[meta["grade_id"]] = TestCell(meta["grade_id"], cell.source,
-                                               float(meta.get("points") or 0), position)
+            tests[meta["grade_id"]] = TestCell(
+                meta["grade_id"], cell.source, float(meta.get("points") or 0), position
+            )
         elif cell.source.strip():
             prelude.append((position, cell.source))
         position += 1

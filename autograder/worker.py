@@ -13,6 +13,7 @@ gradebook. The host side never reads a file a kernel could have written: both ke
 work in their own tmpfs. Nothing in here raises: every failure becomes the submission's
 fate, and the batch goes on.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -122,9 +123,16 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
         events = record.get("events", [])
         # A template that served before must not cost a student a point when a problem
         # came up: once more on a fresh one.
-        if attempt == 0 and record.get("reused") and any(e.kind is fates.Kind.NEEDS_REVIEW for e in events):
-            testkernel.close(config.TwoKernelExecute.test_files, config.TwoKernelExecute.test_uid,
-                             config.TwoKernelExecute.test_slot)
+        if (
+            attempt == 0
+            and record.get("reused")
+            and any(e.kind is fates.Kind.NEEDS_REVIEW for e in events)
+        ):
+            testkernel.close(
+                config.TwoKernelExecute.test_files,
+                config.TwoKernelExecute.test_uid,
+                config.TwoKernelExecute.test_slot,
+            )
             continue
         break
     clock.lap("autograde")
@@ -132,11 +140,17 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     # (sanitize, restore the tests, save the grades, write the notebook).
     steps = record.get("seconds", {})
     if steps:
-        clock.laps["nbgrader's own steps"] = round(clock.laps.pop("autograde") - sum(steps.values()), 3)
+        clock.laps["nbgrader's own steps"] = round(
+            clock.laps.pop("autograde") - sum(steps.values()), 3
+        )
         clock.laps.update(steps)
     if not ok:
-        return fates.Outcome(job.student, fates.ERROR, details=["nbgrader autograde failed: " + _tail(log)],
-                             phases=clock.laps)
+        return fates.Outcome(
+            job.student,
+            fates.ERROR,
+            details=["nbgrader autograde failed: " + _tail(log)],
+            phases=clock.laps,
+        )
     fate, details = fates.decide(events)
     feedback_ok, feedback_log = _run_nbgrader("GenerateFeedback", config)
     clock.lap("feedback")
@@ -150,8 +164,11 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     result.autograded = {n: d for n, d in graded.items() if n.endswith(".ipynb") and "/" not in n}
     folder = course / "feedback" / job.student / assignment
     pages = safefiles.regular_files(folder, big, big)[0] if folder.is_dir() else {}
-    result.feedback = {n: d for n, d in pages.items()
-                       if n.endswith(".html") and n[:-5] + ".ipynb" in result.autograded}
+    result.feedback = {
+        n: d
+        for n, d in pages.items()
+        if n.endswith(".html") and n[:-5] + ".ipynb" in result.autograded
+    }
     score, max_score = _scores(config, assignment, job.student)
     return fates.Outcome(job.student, fate, score, max_score, details, phases=clock.laps)
 
@@ -189,7 +206,9 @@ def _prepare(course_files: CourseFiles) -> Path:
 
         with Gradebook(config.CourseDirectory.db_url) as gb:
             gb.update_or_create_assignment(assignment, duedate=parse_utc(course_files.duedate))
-    files = {name: data for name, data in course_files.source.items() if not name.endswith(".ipynb")}
+    files = {
+        name: data for name, data in course_files.source.items() if not name.endswith(".ipynb")
+    }
     safefiles.write_tree(folder / "test-files", files)  # the test kernel's: the source's data
     return folder
 
@@ -245,11 +264,12 @@ def gpu_profile(config, slot: int) -> None:
     (CUDA reserves huge virtual ranges), and one GPU per worker slot, unless the worker
     was started with CUDA_VISIBLE_DEVICES already (dask-cuda, a job scheduler)."""
     config.Sandbox.address_space_limit = False
-    config.Sandbox.devices = list(dict.fromkeys(list(config.Sandbox.get("devices", []))
-                                                + gpu_devices()))
+    config.Sandbox.devices = list(
+        dict.fromkeys(list(config.Sandbox.get("devices", [])) + gpu_devices())
+    )
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
-        count = len([d for d in gpu_devices() if d[len("/dev/nvidia"):].isdigit()])
+        count = len([d for d in gpu_devices() if d[len("/dev/nvidia") :].isdigit()])
         visible = str(slot % count) if count else ""
     config.SandboxMixin.extra_env = [f"CUDA_VISIBLE_DEVICES={visible}"]
 
@@ -346,17 +366,24 @@ def _scores(config, assignment: str, student: str) -> tuple[float, float]:
         return float(submission.score), float(submission.max_score)
 
 
-_BOILERPLATE = ("Please see the above traceback", "nbgrader.nbgraderformat", "[NbGraderAPI |",
-                "Traceback (most recent call last)")
+_BOILERPLATE = (
+    "Please see the above traceback",
+    "nbgrader.nbgraderformat",
+    "[NbGraderAPI |",
+    "Traceback (most recent call last)",
+)
 
 
 def _tail(log: str, lines: int = 3) -> str:
     """What a failed nbgrader step said: the lines of its last error, not its closing
     boilerplate ("Please see the above traceback")."""
-    kept = [line.strip() for line in log.strip().splitlines()
-            if line.strip() and not any(b in line for b in _BOILERPLATE)]
+    kept = [
+        line.strip()
+        for line in log.strip().splitlines()
+        if line.strip() and not any(b in line for b in _BOILERPLATE)
+    ]
     errors = [line for line in kept if "Error" in line or "Exception" in line]
-    chosen = (errors[-lines:] if errors else kept[-lines:])
+    chosen = errors[-lines:] if errors else kept[-lines:]
     return " | ".join(chosen)[:800]
 
 

@@ -18,6 +18,7 @@ do: a second (test) kernel, feedback and export.
     .venv/bin/python benchmarks/bench_grading.py --n 8 --ways serial   # breakdown only
 Needs root and bwrap, like course-grade itself.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,8 +79,11 @@ def plain(course: Path):
 
 def pipeline(course: Path, jobs: int):
     cli = Path(sys.executable).parent / "course-grade"
-    return subprocess.run([str(cli), ASSIGNMENT, "--course", str(course), "--jobs", str(jobs),
-                           "--no-progress"], capture_output=True, text=True)
+    return subprocess.run(
+        [str(cli), ASSIGNMENT, "--course", str(course), "--jobs", str(jobs), "--no-progress"],
+        capture_output=True,
+        text=True,
+    )
 
 
 def on_cluster(course: Path, workers: int, base: Path):
@@ -91,8 +95,19 @@ def on_cluster(course: Path, workers: int, base: Path):
     with dask_cluster(workers, folder) as (address, _, _):
         cli = Path(sys.executable).parent / "course-grade"
         start = time.perf_counter()
-        result = subprocess.run([str(cli), ASSIGNMENT, "--course", str(course), "--scheduler",
-                                 address, "--no-progress"], capture_output=True, text=True)
+        result = subprocess.run(
+            [
+                str(cli),
+                ASSIGNMENT,
+                "--course",
+                str(course),
+                "--scheduler",
+                address,
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+        )
         on_cluster.seconds = time.perf_counter() - start
     return result
 
@@ -118,16 +133,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--ways", default="plain,serial,parallel,cluster,growth",
-                        help="which runs, comma-separated (default: all)")
+    parser.add_argument(
+        "--ways",
+        default="plain,serial,parallel,cluster,growth",
+        help="which runs, comma-separated (default: all)",
+    )
     args = parser.parse_args()
     ways = set(args.ways.split(","))
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
         times, steps = {}, {}
-        for way, run in [("plain", plain), ("serial", lambda c: pipeline(c, 1)),
-                         ("parallel", lambda c: pipeline(c, args.jobs)),
-                         ("cluster", lambda c: on_cluster(c, args.jobs, base))]:
+        for way, run in [
+            ("plain", plain),
+            ("serial", lambda c: pipeline(c, 1)),
+            ("parallel", lambda c: pipeline(c, args.jobs)),
+            ("cluster", lambda c: on_cluster(c, args.jobs, base)),
+        ]:
             if way not in ways:
                 continue
             course = make_class(args.n, Path(tempfile.mkdtemp(dir=base)))
@@ -147,25 +168,36 @@ def main() -> None:
 
 def grading_seconds(table: dict) -> float:
     """The seconds of what plain nbgrader also does: autograde, all its steps."""
-    return sum(v for k, v in table.items() if k not in (
-        "feedback", "export (once per run) / n", "per submission, all steps"))
+    return sum(
+        v
+        for k, v in table.items()
+        if k not in ("feedback", "export (once per run) / n", "per submission, all steps")
+    )
 
 
-LABELS = {"plain": "plain nbgrader autograde, serial",
-          "serial": "course-grade --jobs 1, sandboxed",
-          "parallel": "course-grade --jobs {jobs}, sandboxed",
-          "cluster": "course-grade on {jobs} Dask workers"}
+LABELS = {
+    "plain": "plain nbgrader autograde, serial",
+    "serial": "course-grade --jobs 1, sandboxed",
+    "parallel": "course-grade --jobs {jobs}, sandboxed",
+    "cluster": "course-grade on {jobs} Dask workers",
+}
 
 
 def report(args, times: dict, steps: dict, t10: float | None) -> None:
     n, jobs = args.n, args.jobs
-    print(f"\nGrading {n} submissions of {ASSIGNMENT} on {os.cpu_count()} CPUs "
-          "(wall time of the whole command)")
+    print(
+        f"\nGrading {n} submissions of {ASSIGNMENT} on {os.cpu_count()} CPUs "
+        "(wall time of the whole command)"
+    )
     print("  plain: autograde only (one kernel, no sandbox, no feedback, no export)")
-    print("  course-grade: inbox checks; per submission a sandboxed student kernel for the "
-          "answers and a sandboxed test kernel forked from a template for the tests; feedback, grades.csv, report")
-    print(f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s} {'CPU s/submission':>17s}"
-          f" {'CPUs busy':>10s}")
+    print(
+        "  course-grade: inbox checks; per submission a sandboxed student kernel for the "
+        "answers and a sandboxed test kernel forked from a template for the tests; feedback, grades.csv, report"
+    )
+    print(
+        f"{'way':40s} {'seconds':>9s} {'submissions/min':>16s} {'CPU s/submission':>17s}"
+        f" {'CPUs busy':>10s}"
+    )
     for way, seconds in times.items():
         busy = BUSY.get(way)
         cpu = f"{busy / n:17.2f} {busy / seconds:10.2f}" if busy is not None else ""
@@ -178,32 +210,49 @@ def report(args, times: dict, steps: dict, t10: float | None) -> None:
             print(f"  {step:38s} {seconds:7.2f}")
         grading = grading_seconds(table)
         if grading:
-            print(f"  grading phase alone (sandboxed autograde, what plain does): "
-                  f"{60 * workers / grading:.1f} submissions/min")
+            print(
+                f"  grading phase alone (sandboxed autograde, what plain does): "
+                f"{60 * workers / grading:.1f} submissions/min"
+            )
     print()
     if "plain" in times:
         plain_s = times["plain"]
         if "serial" in times:
             for what, ratio, target in [
-                    ("whole pipeline (serial vs plain)", times["serial"] / plain_s,
-                     "   (target <= 10%)"),
-                    ("grading phase alone (serial autograde vs plain)",
-                     grading_seconds(steps["serial"]) / (plain_s / n), "")]:
+                (
+                    "whole pipeline (serial vs plain)",
+                    times["serial"] / plain_s,
+                    "   (target <= 10%)",
+                ),
+                (
+                    "grading phase alone (serial autograde vs plain)",
+                    grading_seconds(steps["serial"]) / (plain_s / n),
+                    "",
+                ),
+            ]:
                 print(f"sandbox overhead, {what}: {(ratio - 1) * 100:+.0f}%{target}")
         if "parallel" in times:
             for what, ratio, target in [
-                    ("whole pipeline", plain_s / times["parallel"], "   (target >= 1.7x)"),
-                    ("grading phase alone",
-                     (plain_s / n) / (grading_seconds(steps["parallel"]) / jobs), "")]:
+                ("whole pipeline", plain_s / times["parallel"], "   (target >= 1.7x)"),
+                (
+                    "grading phase alone",
+                    (plain_s / n) / (grading_seconds(steps["parallel"]) / jobs),
+                    "",
+                ),
+            ]:
                 print(f"parallel / plain throughput, {what}: {ratio:.2f}x{target}")
     if "cluster" in times and "parallel" in times:
         added = (on_cluster.seconds - times["parallel"]) / n
-        print(f"cluster path's added time per submission (vs the local pool, {jobs} workers "
-              f"each): {added:+.2f} s   (aim < 0.2 s)")
+        print(
+            f"cluster path's added time per submission (vs the local pool, {jobs} workers "
+            f"each): {added:+.2f} s   (aim < 0.2 s)"
+        )
     if t10 is not None and "parallel" in times:
         parallel_s = times["parallel"]
-        print(f"time growth, parallel: 10 submissions {t10:.1f} s -> {n} submissions "
-              f"{parallel_s:.1f} s ({parallel_s / t10:.2f}x for {n / 10:.0f}x the work)")
+        print(
+            f"time growth, parallel: 10 submissions {t10:.1f} s -> {n} submissions "
+            f"{parallel_s:.1f} s ({parallel_s / t10:.2f}x for {n / 10:.0f}x the work)"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 
 Run: .venv/bin/python benchmarks/bench_lesson.py [--runs N] [--unit UNIT ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,8 +124,12 @@ print(json.dumps({"change_median_ms": changes[100], "change_p95_ms": changes[190
 
 def run(nb, timeout=120):
     start = time.perf_counter()
-    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(ROOT / "notebooks")}},
+    ).execute()
     return time.perf_counter() - start
 
 
@@ -148,8 +153,13 @@ def widget_figures(cells=WIDGET_CELLS) -> dict:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="lesson runs (default 3)")
-    parser.add_argument("--unit", nargs="*", default=UNITS, choices=UNITS,
-                        help="the units to measure (default: all)")
+    parser.add_argument(
+        "--unit",
+        nargs="*",
+        default=UNITS,
+        choices=UNITS,
+        help="the units to measure (default: all)",
+    )
     args = parser.parse_args()
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the kernels run the CPU lesson, even on a GPU
 
@@ -157,36 +167,62 @@ def main():
     for unit in args.unit:
         walls = [lesson_wall_time(unit) for _ in range(args.runs)]
         best, median = min(walls), statistics.median(walls)
-        print(f"{unit + ' lesson wall time, CPU, median of ' + str(args.runs):<52}{median:>12.1f} s"
-              f"{TARGET_S:>10.0f} s{median / TARGET_S:>8.2f}")
-        print(f"{unit + ' lesson wall time, CPU, best':<52}{best:>12.1f} s{TARGET_S:>10.0f} s"
-              f"{best / TARGET_S:>8.2f}   (runs: {', '.join(f'{x:.1f}' for x in walls)} s)")
+        print(
+            f"{unit + ' lesson wall time, CPU, median of ' + str(args.runs):<52}{median:>12.1f} s"
+            f"{TARGET_S:>10.0f} s{median / TARGET_S:>8.2f}"
+        )
+        print(
+            f"{unit + ' lesson wall time, CPU, best':<52}{best:>12.1f} s{TARGET_S:>10.0f} s"
+            f"{best / TARGET_S:>8.2f}   (runs: {', '.join(f'{x:.1f}' for x in walls)} s)"
+        )
     if "gpu_tensors" in args.unit:
         w = widget_figures()
-        print(f"{'race: slider change -> result line, median':<52}{w['slider_median_ms']:>11.2f} ms")
+        print(
+            f"{'race: slider change -> result line, median':<52}{w['slider_median_ms']:>11.2f} ms"
+        )
         print(f"{'race: slider change -> result line, 95th pct':<52}{w['slider_p95_ms']:>11.2f} ms")
-        print(f"{'race: frames per second while playing':<52}{w['play_fps']:>10.1f} fps"
-              f"{w['aim_fps']:>8.0f} fps{w['play_fps'] / w['aim_fps']:>8.2f}")
-        print(f"{'race: frames per second, no pauses (ceiling)':<52}{w['max_fps']:>10.0f} fps"
-              f"   ({w['frames']} frames for 64 steps, played in {w['play_s']:.2f} s)")
+        print(
+            f"{'race: frames per second while playing':<52}{w['play_fps']:>10.1f} fps"
+            f"{w['aim_fps']:>8.0f} fps{w['play_fps'] / w['aim_fps']:>8.2f}"
+        )
+        print(
+            f"{'race: frames per second, no pauses (ceiling)':<52}{w['max_fps']:>10.0f} fps"
+            f"   ({w['frames']} frames for 64 steps, played in {w['play_s']:.2f} s)"
+        )
     if "gpu_training" in args.unit:
         t = widget_figures(TRAINING_CELLS)
-        print(f"{'training: bare loop, read every 10, best of 3 (steps/s)':<52}{t['bare_steps_s']:>14,.0f}")
-        print(f"{'training: in the widget, as it measures (steps/s)':<52}{t['widget_steps_s']:>14,.0f}"
-              f"{'':>12}{t['widget_steps_s'] / t['bare_steps_s']:>8.2f}")
-        print(f"{'training: widget run, redraws included (steps/s)':<52}"
-              f"{t['widget_wall_steps_s']:>14,.0f}{'':>12}{t['widget_wall_steps_s'] / t['bare_steps_s']:>8.2f}")
-        print(f"{'training: redraw of curve, status, table (median)':<52}{t['redraw_ms']:>11.2f} ms"
-              f"   ({t['reads']} reads on the curve)")
-        print(f"{'training: read every step / every 100 (steps/s)':<52}"
-              f"{t['every_1_steps_s']:>7,.0f}/{t['every_100_steps_s']:,.0f}{'':>6}"
-              f"{t['every_1_steps_s'] / t['every_100_steps_s']:>8.2f}")
+        print(
+            f"{'training: bare loop, read every 10, best of 3 (steps/s)':<52}{t['bare_steps_s']:>14,.0f}"
+        )
+        print(
+            f"{'training: in the widget, as it measures (steps/s)':<52}{t['widget_steps_s']:>14,.0f}"
+            f"{'':>12}{t['widget_steps_s'] / t['bare_steps_s']:>8.2f}"
+        )
+        print(
+            f"{'training: widget run, redraws included (steps/s)':<52}"
+            f"{t['widget_wall_steps_s']:>14,.0f}{'':>12}{t['widget_wall_steps_s'] / t['bare_steps_s']:>8.2f}"
+        )
+        print(
+            f"{'training: redraw of curve, status, table (median)':<52}{t['redraw_ms']:>11.2f} ms"
+            f"   ({t['reads']} reads on the curve)"
+        )
+        print(
+            f"{'training: read every step / every 100 (steps/s)':<52}"
+            f"{t['every_1_steps_s']:>7,.0f}/{t['every_100_steps_s']:,.0f}{'':>6}"
+            f"{t['every_1_steps_s'] / t['every_100_steps_s']:>8.2f}"
+        )
     if "gpu_data_loading" in args.unit:
         p = widget_figures(PIPELINE_CELLS)
-        print(f"{'timeline: setting change -> redrawn, median':<52}{p['change_median_ms']:>11.2f} ms")
-        print(f"{'timeline: setting change -> redrawn, 95th pct':<52}{p['change_p95_ms']:>11.2f} ms")
-        print(f"{'timeline: frames per second while playing':<52}{p['play_fps']:>10.1f} fps"
-              f"{p['aim_fps']:>8.0f} fps{p['play_fps'] / p['aim_fps']:>8.2f}")
+        print(
+            f"{'timeline: setting change -> redrawn, median':<52}{p['change_median_ms']:>11.2f} ms"
+        )
+        print(
+            f"{'timeline: setting change -> redrawn, 95th pct':<52}{p['change_p95_ms']:>11.2f} ms"
+        )
+        print(
+            f"{'timeline: frames per second while playing':<52}{p['play_fps']:>10.1f} fps"
+            f"{p['aim_fps']:>8.0f} fps{p['play_fps'] / p['aim_fps']:>8.2f}"
+        )
     print(f"({os.cpu_count()} CPUs)")
 
 

@@ -5,6 +5,7 @@
 ``torch.load`` puts the data back on that device unless ``map_location`` says otherwise,
 so a checkpoint saved on a GPU fails to load where there is none.
 """
+
 from __future__ import annotations
 
 import io

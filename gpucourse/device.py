@@ -1,12 +1,17 @@
 """Which device the lesson runs on, and what to tell a learner who has no GPU."""
+
 from __future__ import annotations
 
 import sys
 
-COLAB_HOW_TO = ("This Colab runtime has no GPU. To switch one on: Runtime > Change runtime "
-                "type > GPU (for example T4) > Save, then run the notebook again from the top.")
-NO_GPU = ("No GPU found, so the lesson runs on the CPU. Every cell still works; "
-          "the GPU-only measurements say what they would show.")
+COLAB_HOW_TO = (
+    "This Colab runtime has no GPU. To switch one on: Runtime > Change runtime "
+    "type > GPU (for example T4) > Save, then run the notebook again from the top."
+)
+NO_GPU = (
+    "No GPU found, so the lesson runs on the CPU. Every cell still works; "
+    "the GPU-only measurements say what they would show."
+)
 
 
 def on_colab() -> bool:

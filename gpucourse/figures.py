@@ -3,6 +3,7 @@
 Colours are Okabe–Ito: orange for the CPU, blue for the GPU, and every part is
 also labelled in words.
 """
+
 from __future__ import annotations
 
 from html import escape
@@ -16,30 +17,35 @@ INK = "#222222"
 
 def two_processors_svg() -> str:
     """'Two processors, two memories, and a narrow link between them'."""
+
     def box(x, y, w, h, fill, title, sub, dark=False):
         colour = "#ffffff" if dark else INK
-        return (f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8" fill="{fill}" '
-                f'stroke="{INK}" stroke-width="1.5"/>'
-                f'<text x="{x + w / 2}" y="{y + h / 2 - 4}" text-anchor="middle" '
-                f'font-size="17" font-weight="bold" fill="{colour}">{title}</text>'
-                f'<text x="{x + w / 2}" y="{y + h / 2 + 16}" text-anchor="middle" '
-                f'font-size="13" fill="{colour}">{sub}</text>')
+        return (
+            f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8" fill="{fill}" '
+            f'stroke="{INK}" stroke-width="1.5"/>'
+            f'<text x="{x + w / 2}" y="{y + h / 2 - 4}" text-anchor="middle" '
+            f'font-size="17" font-weight="bold" fill="{colour}">{title}</text>'
+            f'<text x="{x + w / 2}" y="{y + h / 2 + 16}" text-anchor="middle" '
+            f'font-size="13" fill="{colour}">{sub}</text>'
+        )
 
     def fast(x, y1, y2):
-        return (f'<line x1="{x}" y1="{y1}" x2="{x}" y2="{y2}" stroke="{INK}" stroke-width="10" '
-                f'marker-start="url(#tip)" marker-end="url(#tip)"/>'
-                f'<text x="{x + 12}" y="{(y1 + y2) / 2 + 4}" font-size="12" fill="{INK}">'
-                f'fast</text>')
+        return (
+            f'<line x1="{x}" y1="{y1}" x2="{x}" y2="{y2}" stroke="{INK}" stroke-width="10" '
+            f'marker-start="url(#tip)" marker-end="url(#tip)"/>'
+            f'<text x="{x + 12}" y="{(y1 + y2) / 2 + 4}" font-size="12" fill="{INK}">'
+            f"fast</text>"
+        )
 
     return (
         '<svg xmlns="http://www.w3.org/2000/svg" width="640" height="300" viewBox="0 0 640 300" '
         'role="img" aria-labelledby="twoproc-title twoproc-desc" '
         'font-family="Helvetica, Arial, sans-serif">'
         '<title id="twoproc-title">Two processors, two memories, and a narrow link between '
-        'them</title>'
+        "them</title>"
         '<desc id="twoproc-desc">On the left the CPU, a few strong cores, above main memory '
-        '(RAM). On the right the GPU, thousands of simple cores, above GPU memory. Each '
-        'processor has a wide, fast path to its own memory. The two memories are joined only '
+        "(RAM). On the right the GPU, thousands of simple cores, above GPU memory. Each "
+        "processor has a wide, fast path to its own memory. The two memories are joined only "
         'by a narrow link, the PCIe bus, marked "copy: slow".</desc>'
         '<defs><marker id="tip" viewBox="0 0 10 10" refX="5" refY="5" markerWidth="3" '
         f'markerHeight="3" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
@@ -49,14 +55,16 @@ def two_processors_svg() -> str:
         + box(20, 190, 220, 90, "#fbe7bd", "main memory (RAM)", "")
         + box(400, 20, 220, 90, GPU_COLOUR, "GPU", "thousands of simple cores", dark=True)
         + box(400, 190, 220, 90, "#cfe3f1", "GPU memory", "")
-        + fast(130, 118, 182) + fast(510, 118, 182)
+        + fast(130, 118, 182)
+        + fast(510, 118, 182)
         + f'<line x1="250" y1="235" x2="390" y2="235" stroke="{INK}" stroke-width="2.5" '
-          'stroke-dasharray="6 4" marker-start="url(#tip)" marker-end="url(#tip)"/>'
+        'stroke-dasharray="6 4" marker-start="url(#tip)" marker-end="url(#tip)"/>'
         + f'<text x="320" y="222" text-anchor="middle" font-size="14" font-weight="bold" '
-          f'fill="{INK}">copy: slow</text>'
+        f'fill="{INK}">copy: slow</text>'
         + f'<text x="320" y="256" text-anchor="middle" font-size="12" fill="{INK}">'
-          'PCIe bus</text>'
-        '</svg>')
+        "PCIe bus</text>"
+        "</svg>"
+    )
 
 
 def race_chart_svg(race: Race, max_steps: int = 8) -> str:
@@ -75,8 +83,9 @@ def race_chart_svg(race: Race, max_steps: int = 8) -> str:
 
     def polyline(values, colour, dash=""):
         points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(steps, values))
-        return (f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="3" '
-                f'{dash}/>')
+        return (
+            f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="3" {dash}/>'
+        )
 
     cross = race.crossover()
     parts = [
@@ -90,21 +99,29 @@ def race_chart_svg(race: Race, max_steps: int = 8) -> str:
         f'<text x="14" y="{(up + down) / 2}" text-anchor="middle" '
         f'transform="rotate(-90 14 {(up + down) / 2})">total {race.unit}</text>',
     ]
-    parts += [f'<text x="{x(s):.1f}" y="{down + 16}" text-anchor="middle">{s}</text>'
-              for s in steps]
-    parts += [f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
-              for v in _ticks(top)]
+    parts += [
+        f'<text x="{x(s):.1f}" y="{down + 16}" text-anchor="middle">{s}</text>' for s in steps
+    ]
+    parts += [
+        f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
+        for v in _ticks(top)
+    ]
     if cross is not None and cross <= max_steps:
-        parts.append(f'<line x1="{x(cross):.1f}" y1="{up}" x2="{x(cross):.1f}" y2="{down}" '
-                     f'stroke="{INK}" stroke-dasharray="3 3"/>'
-                     f'<text x="{x(cross) + 4:.1f}" y="{up + 12}">GPU wins from '
-                     f'{cross} step{"s" if cross > 1 else ""}</text>')
-    parts += [polyline(cpu, CPU_COLOUR), polyline(gpu, GPU_COLOUR, 'stroke-dasharray="8 4"'),
-              f'<text x="{right + 8}" y="{y(cpu[-1]) + 4:.1f}" fill="{INK}" font-weight="bold">'
-              f'CPU</text>',
-              f'<text x="{right + 8}" y="{y(gpu[-1]) + 4:.1f}" fill="{INK}" font-weight="bold">'
-              f'GPU</text>',
-              '</svg>']
+        parts.append(
+            f'<line x1="{x(cross):.1f}" y1="{up}" x2="{x(cross):.1f}" y2="{down}" '
+            f'stroke="{INK}" stroke-dasharray="3 3"/>'
+            f'<text x="{x(cross) + 4:.1f}" y="{up + 12}">GPU wins from '
+            f"{cross} step{'s' if cross > 1 else ''}</text>"
+        )
+    parts += [
+        polyline(cpu, CPU_COLOUR),
+        polyline(gpu, GPU_COLOUR, 'stroke-dasharray="8 4"'),
+        f'<text x="{right + 8}" y="{y(cpu[-1]) + 4:.1f}" fill="{INK}" font-weight="bold">'
+        f"CPU</text>",
+        f'<text x="{right + 8}" y="{y(gpu[-1]) + 4:.1f}" fill="{INK}" font-weight="bold">'
+        f"GPU</text>",
+        "</svg>",
+    ]
     return "".join(parts)
 
 
@@ -115,11 +132,14 @@ def race_table_html(race: Race, max_steps: int = 8) -> str:
     for steps, cpu, gpu, winner in race.table(range(1, max_steps + 1)):
         mark = " ← the GPU starts winning" if steps == cross else ""
         style = ' style="font-weight:bold"' if steps == cross else ""
-        rows.append(f"<tr{style}><td>{steps}</td><td>{escape(race.format(cpu))}</td>"
-                    f"<td>{escape(race.format(gpu))}</td><td>{winner}{mark}</td></tr>")
-    return ('<table class="race-table"><thead><tr><th>steps</th><th>CPU total</th>'
-            '<th>GPU total</th><th>winner</th></tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+        rows.append(
+            f"<tr{style}><td>{steps}</td><td>{escape(race.format(cpu))}</td>"
+            f"<td>{escape(race.format(gpu))}</td><td>{winner}{mark}</td></tr>"
+        )
+    return (
+        '<table class="race-table"><thead><tr><th>steps</th><th>CPU total</th>'
+        "<th>GPU total</th><th>winner</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
 
 
 def race_fallback_html(race: Race, max_steps: int = 8) -> str:
@@ -127,18 +147,21 @@ def race_fallback_html(race: Race, max_steps: int = 8) -> str:
     and its results folded away under "Answer", as the lesson's other answers are, so
     that the page does not answer the question the lesson asks first."""
     cross = race.crossover()
-    where = (f"The GPU wins from {cross} steps on." if cross else
-             "With these speeds the GPU never wins.")
+    where = (
+        f"The GPU wins from {cross} steps on." if cross else "With these speeds the GPU never wins."
+    )
     return (
         '<div class="race-fallback">'
-        '<p><b>The race</b> plays in a running notebook (run this one, or open it in Colab or '
-        f'Binder). {escape(race.note[:1].upper() + race.note[1:])}. '
-        f'{escape(race.rule())}. Predict who finishes first at 1 step, and from how many '
-        'steps the GPU comes first, before you open the answer.</p>'
-        '<details><summary>Answer: the race as a table and a chart</summary>'
-        f'<p>{where}</p>'
-        + race_table_html(race, max_steps) + race_chart_svg(race, max_steps)
-        + "</details></div>")
+        "<p><b>The race</b> plays in a running notebook (run this one, or open it in Colab or "
+        f"Binder). {escape(race.note[:1].upper() + race.note[1:])}. "
+        f"{escape(race.rule())}. Predict who finishes first at 1 step, and from how many "
+        "steps the GPU comes first, before you open the answer.</p>"
+        "<details><summary>Answer: the race as a table and a chart</summary>"
+        f"<p>{where}</p>"
+        + race_table_html(race, max_steps)
+        + race_chart_svg(race, max_steps)
+        + "</details></div>"
+    )
 
 
 def _chart_summary(race: Race, cross) -> str:
@@ -154,8 +177,13 @@ def _ticks(top: float) -> list[float]:
 
 
 # -- training ------------------------------------------------------------------------------
-def loss_curve_svg(points: list[tuple[int, float]], last_step: int = 0, colour: str = CPU_COLOUR,
-                   device: str = "cpu", max_points: int = 300) -> str:
+def loss_curve_svg(
+    points: list[tuple[int, float]],
+    last_step: int = 0,
+    colour: str = CPU_COLOUR,
+    device: str = "cpu",
+    max_points: int = 300,
+) -> str:
     """The loss as read, against the training step: ``points`` are (step, loss). At most
     ``max_points`` are drawn (evenly picked, the last always kept), so a curve read at
     every step stays light to redraw."""
@@ -172,9 +200,11 @@ def loss_curve_svg(points: list[tuple[int, float]], last_step: int = 0, colour: 
         return down - value / top * (down - up)
 
     if shown:
-        summary = (f"Loss against training step on {device}: {len(points)} reads, from "
-                   f"{shown[0][1]:.3f} at step {shown[0][0]:,} to {shown[-1][1]:.3f} at step "
-                   f"{shown[-1][0]:,}.")
+        summary = (
+            f"Loss against training step on {device}: {len(points)} reads, from "
+            f"{shown[0][1]:.3f} at step {shown[0][0]:,} to {shown[-1][1]:.3f} at step "
+            f"{shown[-1][0]:,}."
+        )
     else:
         summary = f"Loss against training step on {device}: no read yet."
     parts = [
@@ -193,15 +223,19 @@ def loss_curve_svg(points: list[tuple[int, float]], last_step: int = 0, colour: 
         f'<text x="{left - 6}" y="{up + 4}" text-anchor="end">{top:.2g}</text>',
     ]
     if len(shown) == 1:
-        parts.append(f'<circle cx="{x(shown[0][0]):.1f}" cy="{y(shown[0][1]):.1f}" r="3" '
-                     f'fill="{colour}"/>')
+        parts.append(
+            f'<circle cx="{x(shown[0][0]):.1f}" cy="{y(shown[0][1]):.1f}" r="3" fill="{colour}"/>'
+        )
     elif shown:
         line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in shown)
-        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" '
-                     'stroke-width="2.5"/>')
+        parts.append(
+            f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2.5"/>'
+        )
     else:
-        parts.append(f'<text x="{(left + right) / 2}" y="{(up + down) / 2}" '
-                     'text-anchor="middle" fill="#666666">no read of the loss yet</text>')
+        parts.append(
+            f'<text x="{(left + right) / 2}" y="{(up + down) / 2}" '
+            'text-anchor="middle" fill="#666666">no read of the loss yet</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -220,31 +254,33 @@ def training_fallback_html(parameters: int) -> str:
     no measured figure: a saved notebook's speeds would be one machine's, not the reader's."""
     return (
         '<div class="training-fallback">'
-        f'<p><b>Train a network, live.</b> In a running notebook (run this one, or open it in '
-        f'Colab or Binder) a network of {parameters:,} parameters learns to tell three spirals '
-        'apart, on the notebook\'s device. Controls: <i>Read the loss every N steps</i>, '
-        '<i>Batch size</i>, <b>Train</b> and <b>Stop</b>. It draws the loss each time it reads '
-        'it, and shows the steps and samples per second it measures.</p>'
-        '<p>Predict before you train: on your device, how much slower is training when the '
-        'loss is read at every step rather than every 100 steps?</p>'
-        '<p>A second mode, <i>modelled GPU</i>, works out the same speeds for a GPU from '
-        'made-up times, labelled as such: what a read would cost where there is no GPU to '
-        'measure.</p>'
-        '<details><summary>What to look for</summary>'
-        '<p>Each read is <code>loss.item()</code>. On a GPU it makes the CPU wait for the GPU to '
-        'finish every step queued so far, and the GPU then idles while the CPU queues the next '
-        'step. How much that costs depends on how long the GPU\'s step takes next to the '
-        'CPU\'s time to queue it: most when the two are close, little when either one is much '
-        'the slower. On a CPU there is no queue, and a read costs little. A larger batch gives '
-        'more samples per second on either.</p></details></div>')
+        f"<p><b>Train a network, live.</b> In a running notebook (run this one, or open it in "
+        f"Colab or Binder) a network of {parameters:,} parameters learns to tell three spirals "
+        "apart, on the notebook's device. Controls: <i>Read the loss every N steps</i>, "
+        "<i>Batch size</i>, <b>Train</b> and <b>Stop</b>. It draws the loss each time it reads "
+        "it, and shows the steps and samples per second it measures.</p>"
+        "<p>Predict before you train: on your device, how much slower is training when the "
+        "loss is read at every step rather than every 100 steps?</p>"
+        "<p>A second mode, <i>modelled GPU</i>, works out the same speeds for a GPU from "
+        "made-up times, labelled as such: what a read would cost where there is no GPU to "
+        "measure.</p>"
+        "<details><summary>What to look for</summary>"
+        "<p>Each read is <code>loss.item()</code>. On a GPU it makes the CPU wait for the GPU to "
+        "finish every step queued so far, and the GPU then idles while the CPU queues the next "
+        "step. How much that costs depends on how long the GPU's step takes next to the "
+        "CPU's time to queue it: most when the two are close, little when either one is much "
+        "the slower. On a CPU there is no queue, and a read costs little. A larger batch gives "
+        "more samples per second on either.</p></details></div>"
+    )
 
 
 # -- the input pipeline ------------------------------------------------------------------------
 LANE_FILLS = {"load": CPU_COLOUR, "copy": "#999999", "compute": GPU_COLOUR}
 
 
-def pipeline_timeline_svg(pipeline, batches: int = 8, until: float | None = None,
-                          scale: float | None = None) -> str:
+def pipeline_timeline_svg(
+    pipeline, batches: int = 8, until: float | None = None, scale: float | None = None
+) -> str:
     """The pipeline's lanes, load (one row per worker), copy and compute, over ``batches``
     batches, drawn up to the moment ``until`` (ms; None: to the end) on an axis of
     ``scale`` ms (None: the whole run). Each bar carries its batch number; each lane is
@@ -255,7 +291,9 @@ def pipeline_timeline_svg(pipeline, batches: int = 8, until: float | None = None
     scale = max(scale or end, 1e-9)
     workers = pipeline.settings.workers
     load_rows = max(workers, 1)
-    rows = [(f"load, worker {k + 1}" if workers else "load, main process") for k in range(load_rows)]
+    rows = [
+        (f"load, worker {k + 1}" if workers else "load, main process") for k in range(load_rows)
+    ]
     rows += ["copy to GPU", "compute on GPU"]
     left, right, top, row_h = 150, 620, 10, 26
     height = top + row_h * len(rows) + 34
@@ -268,17 +306,23 @@ def pipeline_timeline_svg(pipeline, batches: int = 8, until: float | None = None
         return span.row if span.stage == "load" else load_rows + STAGE_ROW[span.stage]
 
     done = sum(1 for s in spans if s.stage == "compute" and s.end <= until)
-    summary = (f"Timeline of {batches} batches through load, copy and compute: "
-               f"{done} of {batches} computed after {min(until, end):.3g} ms.")
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(summary)}" '
-             'font-family="Helvetica, Arial, sans-serif" font-size="12">',
-             f'<rect width="{width}" height="{height}" fill="#ffffff"/>']
+    summary = (
+        f"Timeline of {batches} batches through load, copy and compute: "
+        f"{done} of {batches} computed after {min(until, end):.3g} ms."
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(summary)}" '
+        'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
     for i, name in enumerate(rows):
         y = top + i * row_h
-        parts.append(f'<text x="{left - 8}" y="{y + 17}" text-anchor="end" fill="{INK}">{escape(name)}</text>'
-                     f'<rect x="{left}" y="{y + 3}" width="{right - left}" height="{row_h - 6}" '
-                     'fill="#f4f4f4"/>')
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 17}" text-anchor="end" fill="{INK}">{escape(name)}</text>'
+            f'<rect x="{left}" y="{y + 3}" width="{right - left}" height="{row_h - 6}" '
+            'fill="#f4f4f4"/>'
+        )
     for span in spans:
         if span.start >= until or span.end <= span.start:
             continue
@@ -287,20 +331,28 @@ def pipeline_timeline_svg(pipeline, batches: int = 8, until: float | None = None
         x0, x1 = x(span.start), x(shown_end)
         fill = LANE_FILLS[span.stage]
         ink = "#ffffff" if span.stage == "compute" else INK
-        parts.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 0.5):.1f}" '
-                     f'height="{row_h - 6}" fill="{fill}" stroke="#ffffff" stroke-width="1"/>')
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y + 3}" width="{max(x1 - x0, 0.5):.1f}" '
+            f'height="{row_h - 6}" fill="{fill}" stroke="#ffffff" stroke-width="1"/>'
+        )
         if x1 - x0 >= 12:
-            parts.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y + 17}" text-anchor="middle" '
-                         f'fill="{ink}" font-size="11">{span.batch + 1}</text>')
+            parts.append(
+                f'<text x="{(x0 + x1) / 2:.1f}" y="{y + 17}" text-anchor="middle" '
+                f'fill="{ink}" font-size="11">{span.batch + 1}</text>'
+            )
     axis = top + row_h * len(rows) + 4
     parts.append(f'<line x1="{left}" y1="{axis}" x2="{right}" y2="{axis}" stroke="{INK}"/>')
     for tick in _ticks(scale):
         if tick <= scale:
-            parts.append(f'<text x="{x(tick):.1f}" y="{axis + 14}" text-anchor="middle">{tick:g}</text>')
+            parts.append(
+                f'<text x="{x(tick):.1f}" y="{axis + 14}" text-anchor="middle">{tick:g}</text>'
+            )
     parts.append(f'<text x="{right}" y="{axis + 28}" text-anchor="end">ms</text>')
     if until < end:
-        parts.append(f'<line x1="{x(until):.1f}" y1="{top}" x2="{x(until):.1f}" y2="{axis}" '
-                     f'stroke="{INK}" stroke-dasharray="3 3"/>')
+        parts.append(
+            f'<line x1="{x(until):.1f}" y1="{top}" x2="{x(until):.1f}" y2="{axis}" '
+            f'stroke="{INK}" stroke-dasharray="3 3"/>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -313,9 +365,12 @@ def pipeline_table_html(pipelines) -> str:
     rows = "".join(
         f"<tr><td>{escape(label)}</td><td>{p.steady_ms():.3g} ms</td>"
         f"<td>{escape(p.bottleneck())}</td><td>{p.gpu_busy():.0%}</td></tr>"
-        for label, p in pipelines)
-    return ('<table class="pipeline-table"><thead><tr><th>settings</th><th>time per batch</th>'
-            f'<th>bottleneck</th><th>GPU busy</th></tr></thead><tbody>{rows}</tbody></table>')
+        for label, p in pipelines
+    )
+    return (
+        '<table class="pipeline-table"><thead><tr><th>settings</th><th>time per batch</th>'
+        f"<th>bottleneck</th><th>GPU busy</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def pipeline_fallback_html(pipelines, best) -> str:
@@ -323,15 +378,17 @@ def pipeline_fallback_html(pipelines, best) -> str:
     shows, its controls and the question, with the answers folded away."""
     return (
         '<div class="pipeline-fallback">'
-        '<p><b>The pipeline timeline</b> runs in a running notebook (run this one, or open it in '
-        'Colab or Binder). It draws 8 batches through three lanes, <i>load</i> on the CPU, '
-        '<i>copy</i> over the link and <i>compute</i> on the GPU, with made-up speeds of a real '
-        'shape or the speeds of your machine. Controls: <i>Loader workers</i> (0: the main '
-        'process loads each batch, and the stages run one after another), <i>Pinned '
-        'memory</i>, <i>Copy on a side stream</i>, <i>Copied as</i> (uint8 or float32) and '
-        '<b>Run</b>.</p>'
-        '<p>Predict before you run it: with the made-up speeds, which settings keep the GPU '
-        'busy all the time, and which stage holds it back with the defaults?</p>'
-        '<details><summary>Answer: the settings as a table, and the best one drawn</summary>'
-        + pipeline_table_html(pipelines) + pipeline_timeline_svg(best)
-        + "</details></div>")
+        "<p><b>The pipeline timeline</b> runs in a running notebook (run this one, or open it in "
+        "Colab or Binder). It draws 8 batches through three lanes, <i>load</i> on the CPU, "
+        "<i>copy</i> over the link and <i>compute</i> on the GPU, with made-up speeds of a real "
+        "shape or the speeds of your machine. Controls: <i>Loader workers</i> (0: the main "
+        "process loads each batch, and the stages run one after another), <i>Pinned "
+        "memory</i>, <i>Copy on a side stream</i>, <i>Copied as</i> (uint8 or float32) and "
+        "<b>Run</b>.</p>"
+        "<p>Predict before you run it: with the made-up speeds, which settings keep the GPU "
+        "busy all the time, and which stage holds it back with the defaults?</p>"
+        "<details><summary>Answer: the settings as a table, and the best one drawn</summary>"
+        + pipeline_table_html(pipelines)
+        + pipeline_timeline_svg(best)
+        + "</details></div>"
+    )

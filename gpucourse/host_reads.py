@@ -9,6 +9,7 @@ reports what happened:
 - without one, on PyTorch's ``meta`` device, whose tensors have a shape but no value: a
   line that needs the value raises, because there is none to read.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -81,8 +82,12 @@ def _on_gpu(line, run, loss) -> Found:
         torch.cuda.set_sync_debug_mode("default")
     if line != STAYS:
         # The mode does not see every synchronization: say so rather than call it free.
-        return Found(line, True, "sync debug mode raised nothing, but it misses some; "
-                     "PyTorch's tuning guide lists this line as a synchronization")
+        return Found(
+            line,
+            True,
+            "sync debug mode raised nothing, but it misses some; "
+            "PyTorch's tuning guide lists this line as a synchronization",
+        )
     return Found(line, False, "sync debug mode raised nothing")
 
 
@@ -95,8 +100,12 @@ def _on_meta(line, run, loss) -> Found:
         return Found(line, True, f"on meta: {_short(error)}")
     if shown.getvalue().strip():
         # print() on meta shows "..." for the value, there being none. On a GPU it reads it.
-        return Found(line, True, "on meta it printed no value, there being none; on a GPU "
-                     "it reads the value: PyTorch's tuning guide")
+        return Found(
+            line,
+            True,
+            "on meta it printed no value, there being none; on a GPU "
+            "it reads the value: PyTorch's tuning guide",
+        )
     return Found(line, False, "ran on meta, which has no values: it read none")
 
 

@@ -32,6 +32,7 @@ the GPU's conversion of a uint8 batch (tenths of a millisecond for 256 images as
 operations at an H100's memory speed, the lesson's Go further counts it), and the time to
 queue work.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,10 +47,10 @@ PREFETCH_FACTOR = 2  # DataLoader's default: batches loaded ahead, per worker
 class Settings:
     """The learner's choices."""
 
-    workers: int = 0          # DataLoader(num_workers=...)
-    pinned: bool = False      # DataLoader(pin_memory=True): pinned batches
+    workers: int = 0  # DataLoader(num_workers=...)
+    pinned: bool = False  # DataLoader(pin_memory=True): pinned batches
     side_stream: bool = False  # the copy issued on a second CUDA stream (a prefetcher)
-    dtype: str = "float32"    # the dtype the batch crosses the link in
+    dtype: str = "float32"  # the dtype the batch crosses the link in
 
     def __post_init__(self):
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
@@ -71,14 +72,14 @@ class Speeds:
     ``source`` maps each of ``load``, ``normalize``, ``copy`` and ``compute`` to words
     that say whether it was measured here or assumed, and from where."""
 
-    batch: int                 # images per batch
-    uint8_bytes: int           # bytes of one batch as uint8
-    load_ms: float             # one worker: read, decode and augment one batch (uint8)
-    normalize_ms: float        # one worker: convert a uint8 batch to normalized float32
-    pinned_gb_s: float         # copy speed from pinned memory
-    pageable_gb_s: float       # copy speed from pageable memory
-    compute_ms: float          # the GPU's step on one batch
-    cores: int | None = None   # CPU cores the workers share; None: as many as workers
+    batch: int  # images per batch
+    uint8_bytes: int  # bytes of one batch as uint8
+    load_ms: float  # one worker: read, decode and augment one batch (uint8)
+    normalize_ms: float  # one worker: convert a uint8 batch to normalized float32
+    pinned_gb_s: float  # copy speed from pinned memory
+    pageable_gb_s: float  # copy speed from pageable memory
+    compute_ms: float  # the GPU's step on one batch
+    cores: int | None = None  # CPU cores the workers share; None: as many as workers
     source: tuple[tuple[str, str], ...] = ()
     name: str = ""
 
@@ -102,9 +103,11 @@ class Speeds:
         figures = {
             "load": f"{self.load_ms:.3g} ms for one worker to load a batch of {self.batch}",
             "normalize": f"{self.normalize_ms:.3g} ms more to make a batch of {self.batch} float32",
-            "copy": (f"{self.pinned_gb_s:.3g} GB/s from pinned memory, {self.pageable_gb_s:.3g} GB/s "
-                     f"from pageable: {mb / self.pinned_gb_s:.3g} ms for the {mb:.3g} MB "
-                     f"of a batch of {self.batch} as uint8, from pinned memory"),
+            "copy": (
+                f"{self.pinned_gb_s:.3g} GB/s from pinned memory, {self.pageable_gb_s:.3g} GB/s "
+                f"from pageable: {mb / self.pinned_gb_s:.3g} ms for the {mb:.3g} MB "
+                f"of a batch of {self.batch} as uint8, from pinned memory"
+            ),
             "compute": f"{self.compute_ms:.3g} ms for the GPU's step on a batch of {self.batch}",
         }
         if stage not in figures:
@@ -117,8 +120,8 @@ class Span:
     """One batch in one stage: drawn as a bar from ``start`` to ``end`` (ms)."""
 
     stage: str
-    batch: int   # 0-based
-    row: int     # the loader worker for "load"; 0 otherwise
+    batch: int  # 0-based
+    row: int  # the loader worker for "load"; 0 otherwise
     start: float
     end: float
 
@@ -136,7 +139,9 @@ class Pipeline:
     def load_ms(self) -> float:
         """One worker's time for one batch; normalizing on the CPU is part of it for a
         float32 batch. Workers beyond the CPU's cores share them, so each one is slower."""
-        one = self.speeds.load_ms + (self.speeds.normalize_ms if self.settings.dtype == "float32" else 0.0)
+        one = self.speeds.load_ms + (
+            self.speeds.normalize_ms if self.settings.dtype == "float32" else 0.0
+        )
         cores, workers = self.speeds.cores, self.settings.workers
         if cores is not None and workers > cores:
             one *= workers / cores
@@ -153,7 +158,11 @@ class Pipeline:
         """Each stage's time per batch: the loaders together deliver one batch every
         load_ms / workers."""
         workers = max(self.settings.workers, 1)
-        return {"load": self.load_ms() / workers, "copy": self.copy_ms(), "compute": self.compute_ms()}
+        return {
+            "load": self.load_ms() / workers,
+            "copy": self.copy_ms(),
+            "compute": self.compute_ms(),
+        }
 
     # -- the steady state ---------------------------------------------------------------
     def steady_ms(self) -> float:
@@ -169,8 +178,11 @@ class Pipeline:
         """The stage to speed up first: the slowest one, or, when the copy and the step
         share one stream and together set the pace, "copy + compute"."""
         stage = self.stage_ms()
-        if self.settings.workers and not self.settings.overlaps_copy \
-                and stage["copy"] + stage["compute"] >= stage["load"]:
+        if (
+            self.settings.workers
+            and not self.settings.overlaps_copy
+            and stage["copy"] + stage["compute"] >= stage["load"]
+        ):
             return "copy + compute"
         return max(STAGES, key=lambda name: stage[name])
 
@@ -209,15 +221,19 @@ class Pipeline:
             compute_start = max(copy_end, compute_end)
             compute_end = compute_start + compute
             copy_starts.append(copy_start)
-            spans += [Span("load", i, row, load_start, load_end),
-                      Span("copy", i, 0, copy_start, copy_end),
-                      Span("compute", i, 0, compute_start, compute_end)]
+            spans += [
+                Span("load", i, row, load_start, load_end),
+                Span("copy", i, 0, copy_start, copy_end),
+                Span("compute", i, 0, compute_start, compute_end),
+            ]
         return spans
 
     def summary(self) -> str:
         """One sentence: the time per batch, the bottleneck and the GPU's busy share."""
-        return (f"{self.steady_ms():.3g} ms a batch in steady state · bottleneck: "
-                f"{self.bottleneck()} · GPU busy {self.gpu_busy():.0%} of the time")
+        return (
+            f"{self.steady_ms():.3g} ms a batch in steady state · bottleneck: "
+            f"{self.bottleneck()} · GPU busy {self.gpu_busy():.0%} of the time"
+        )
 
     def with_settings(self, **changes) -> Pipeline:
         return Pipeline(self.speeds, replace(self.settings, **changes))
@@ -234,11 +250,23 @@ def assumed_speeds() -> Speeds:
     """A made-up scenario with a real shape: a batch of 256 RGB images of 224×224, the first
     unit's 25 GB/s link for pinned copies, and made-up load, normalize and step times."""
     return Speeds(
-        batch=IMAGES, uint8_bytes=IMAGES * CHANNELS * SIDE * SIDE,
-        load_ms=20.0, normalize_ms=6.0, pinned_gb_s=LINK_GB_S, pageable_gb_s=LINK_GB_S / 2,
-        compute_ms=8.0, cores=None, name="assumed: made-up stage times, the first unit's link speed",
-        source=(("load", "made up: 20 ms for one worker to load a batch"),
-                ("normalize", "made up: 6 ms more to convert and normalize it on the CPU"),
-                ("copy", f"assumed: {LINK_GB_S:g} GB/s from pinned memory (the first unit's "
-                         "PCIe 4.0 x16 figure), made up: half that from pageable memory"),
-                ("compute", "made up: an 8 ms step on the GPU")))
+        batch=IMAGES,
+        uint8_bytes=IMAGES * CHANNELS * SIDE * SIDE,
+        load_ms=20.0,
+        normalize_ms=6.0,
+        pinned_gb_s=LINK_GB_S,
+        pageable_gb_s=LINK_GB_S / 2,
+        compute_ms=8.0,
+        cores=None,
+        name="assumed: made-up stage times, the first unit's link speed",
+        source=(
+            ("load", "made up: 20 ms for one worker to load a batch"),
+            ("normalize", "made up: 6 ms more to convert and normalize it on the CPU"),
+            (
+                "copy",
+                f"assumed: {LINK_GB_S:g} GB/s from pinned memory (the first unit's "
+                "PCIe 4.0 x16 figure), made up: half that from pageable memory",
+            ),
+            ("compute", "made up: an 8 ms step on the GPU"),
+        ),
+    )

@@ -7,6 +7,7 @@ clock. ``min_run_time`` keeps each figure short enough for the lesson's "Run all
 The lines printed to learners have a stable shape, ``<what>: <number> <unit>``, so
 tests can read them back (``tests/test_lesson_gpu.py``).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -23,7 +24,7 @@ from .race import Race
 
 # The seed's figures for the worked example, which came from one computer.
 SEED_POINTS = 1_000_000
-SEED_LINK_GB_S = 25.0          # PCIe 4.0 x16 in practice, pinned memory
+SEED_LINK_GB_S = 25.0  # PCIe 4.0 x16 in practice, pinned memory
 SEED_GPU_MEMORY_GB_S = 1500.0  # about an A100's memory bandwidth
 SEED_ONE_CORE_MS = 0.4
 
@@ -79,8 +80,10 @@ class StepTimes:
         return copy, 2 * self.nbytes / (SEED_GPU_MEMORY_GB_S * 1e9), copy
 
     def lines(self) -> list[str]:
-        out = [f"data: {self.points:,} points x 3 numbers x 4 bytes = {self.nbytes / 1e6:g} MB",
-               f"CPU step, 1 thread: {_ms(self.cpu_one)}"]
+        out = [
+            f"data: {self.points:,} points x 3 numbers x 4 bytes = {self.nbytes / 1e6:g} MB",
+            f"CPU step, 1 thread: {_ms(self.cpu_one)}",
+        ]
         if self.has_gpu:
             out += [
                 f"copy to GPU, pageable memory: {_ms(self.to_gpu_pageable)}"
@@ -98,8 +101,10 @@ class StepTimes:
         return out
 
     def threads_line(self) -> str:
-        return (f"CPU step, {self.threads} threads: {_ms(self.cpu_all)} "
-                f"(1 thread: {_ms(self.cpu_one)}), both measured")
+        return (
+            f"CPU step, {self.threads} threads: {_ms(self.cpu_all)} "
+            f"(1 thread: {_ms(self.cpu_one)}), both measured"
+        )
 
     def verdict(self) -> str:
         """The worked example's verdict from these figures: measured on a GPU; without one,
@@ -108,27 +113,31 @@ class StepTimes:
         gpu, cpu = there + step + back, self.cpu_one
         if self.has_gpu:
             pinned = self.gpu_route(pinned=True)[0] + step + back
-            lines = [f"GPU route, measured: {_ms(there)} copy there + {_ms(step)} step + "
-                     f"{_ms(back)} copy back = {_ms(gpu)}",
-                     f"CPU route, measured: {_ms(cpu)} on 1 thread",
-                     f"Verdict, measured here: for one step the {_faster(cpu, gpu)}; the "
-                     f"copies are {(there + back) / gpu:.0%} of the GPU route.",
-                     f"From memory pinned beforehand the GPU route took {_ms(pinned)}; that "
-                     "leaves out pinning itself, a copy of its own (x.pin_memory()), so it holds "
-                     "only for data that is already pinned."]
+            lines = [
+                f"GPU route, measured: {_ms(there)} copy there + {_ms(step)} step + "
+                f"{_ms(back)} copy back = {_ms(gpu)}",
+                f"CPU route, measured: {_ms(cpu)} on 1 thread",
+                f"Verdict, measured here: for one step the {_faster(cpu, gpu)}; the "
+                f"copies are {(there + back) / gpu:.0%} of the GPU route.",
+                f"From memory pinned beforehand the GPU route took {_ms(pinned)}; that "
+                "leaves out pinning itself, a copy of its own (x.pin_memory()), so it holds "
+                "only for data that is already pinned.",
+            ]
             return "\n".join(lines)
-        return "\n".join([
-            f"CPU route, measured here: {_ms(cpu)} on 1 thread",
-            f"GPU route, assumed (no GPU here): {_ms(there)} + {_ms(step)} + {_ms(back)} = "
-            f"{_ms(gpu)}, from the text's {SEED_LINK_GB_S:g} GB/s PCIe 4.0 link and "
-            f"{SEED_GPU_MEMORY_GB_S:,.0f} GB/s GPU memory",
-            "Verdict: none measured. This machine has no GPU, so it cannot tell which route "
-            "is faster on it.",
-            f"A labelled mix, your measured CPU against the text's assumed GPU: "
-            f"{_ms(cpu)} against {_ms(gpu)}, so with a GPU like the text's the "
-            f"{_faster(cpu, gpu, 'would be')}. With the text's own 0.4 ms the CPU route was "
-            f"{gpu / (SEED_ONE_CORE_MS / 1e3):.1f} times faster.",
-        ])
+        return "\n".join(
+            [
+                f"CPU route, measured here: {_ms(cpu)} on 1 thread",
+                f"GPU route, assumed (no GPU here): {_ms(there)} + {_ms(step)} + {_ms(back)} = "
+                f"{_ms(gpu)}, from the text's {SEED_LINK_GB_S:g} GB/s PCIe 4.0 link and "
+                f"{SEED_GPU_MEMORY_GB_S:,.0f} GB/s GPU memory",
+                "Verdict: none measured. This machine has no GPU, so it cannot tell which route "
+                "is faster on it.",
+                f"A labelled mix, your measured CPU against the text's assumed GPU: "
+                f"{_ms(cpu)} against {_ms(gpu)}, so with a GPU like the text's the "
+                f"{_faster(cpu, gpu, 'would be')}. With the text's own 0.4 ms the CPU route was "
+                f"{gpu / (SEED_ONE_CORE_MS / 1e3):.1f} times faster.",
+            ]
+        )
 
     def against_seed(self) -> str:
         """How this machine's one-core time compares with the text's, and why it differs:
@@ -136,22 +145,28 @@ class StepTimes:
         or from its caches) sets the time."""
         here = self.cpu_one * 1e3
         ratio = here / SEED_ONE_CORE_MS
-        moved, seed_moved = (gb_per_s(2 * self.nbytes, self.cpu_one),
-                             gb_per_s(2 * self.nbytes, SEED_ONE_CORE_MS / 1e3))
-        speed = (f"One core here moved {moved:.0f} GB/s through memory (the step reads "
-                 f"{self.nbytes / 1e6:g} MB and writes {self.nbytes / 1e6:g} MB); at "
-                 f"{SEED_ONE_CORE_MS} ms the text's core moved {seed_moved:.0f} GB/s.")
+        moved, seed_moved = (
+            gb_per_s(2 * self.nbytes, self.cpu_one),
+            gb_per_s(2 * self.nbytes, SEED_ONE_CORE_MS / 1e3),
+        )
+        speed = (
+            f"One core here moved {moved:.0f} GB/s through memory (the step reads "
+            f"{self.nbytes / 1e6:g} MB and writes {self.nbytes / 1e6:g} MB); at "
+            f"{SEED_ONE_CORE_MS} ms the text's core moved {seed_moved:.0f} GB/s."
+        )
         if 0.8 <= ratio <= 1.25:
             return f"One core took {here:.2f} ms here, close to the text's {SEED_ONE_CORE_MS} ms. {speed}"
         word = "slower" if ratio > 1 else "faster"
-        return (f"One core took {here:.2f} ms here against the text's {SEED_ONE_CORE_MS} ms: "
-                f"{max(ratio, 1 / ratio):.1f} times {word}. Why: adding 1 is almost no "
-                f"arithmetic, so the time is set mostly by how fast one core moves the data. "
-                f"{speed} That speed differs several times between computers: it depends on "
-                f"the memory, and on how much of the {2 * self.nbytes / 1e6:g} MB the CPU's "
-                f"caches hold (many CPUs' L3 caches hold tens of MB, and the text's computer, "
-                f"which the text does not name, may have answered partly from its cache). "
-                f"Other programs running at the same time lower it too.")
+        return (
+            f"One core took {here:.2f} ms here against the text's {SEED_ONE_CORE_MS} ms: "
+            f"{max(ratio, 1 / ratio):.1f} times {word}. Why: adding 1 is almost no "
+            f"arithmetic, so the time is set mostly by how fast one core moves the data. "
+            f"{speed} That speed differs several times between computers: it depends on "
+            f"the memory, and on how much of the {2 * self.nbytes / 1e6:g} MB the CPU's "
+            f"caches hold (many CPUs' L3 caches hold tens of MB, and the text's computer, "
+            f"which the text does not name, may have answered partly from its cache). "
+            f"Other programs running at the same time lower it too."
+        )
 
     def race(self) -> Race:
         """The race on these speeds, in milliseconds, with the CPU on one thread: the same
@@ -160,15 +175,23 @@ class StepTimes:
         if self.has_gpu:
             note = "measured on this machine: CPU on 1 thread, as in the verdict; pageable copies"
         else:
-            note = (f"CPU measured here on 1 thread, as in the verdict; no GPU here, so the "
-                    f"copies and the GPU step are assumed (the text's {SEED_LINK_GB_S:g} GB/s "
-                    f"link and {SEED_GPU_MEMORY_GB_S:,.0f} GB/s memory)")
-        return Race.measured(self.cpu_one * 1e3, step * 1e3, there * 1e3, back * 1e3, note=note,
-                             gpu_assumed=not self.has_gpu)
+            note = (
+                f"CPU measured here on 1 thread, as in the verdict; no GPU here, so the "
+                f"copies and the GPU step are assumed (the text's {SEED_LINK_GB_S:g} GB/s "
+                f"link and {SEED_GPU_MEMORY_GB_S:,.0f} GB/s memory)"
+            )
+        return Race.measured(
+            self.cpu_one * 1e3,
+            step * 1e3,
+            there * 1e3,
+            back * 1e3,
+            note=note,
+            gpu_assumed=not self.has_gpu,
+        )
 
 
 def _faster(cpu: float, gpu: float, verb: str = "is") -> str:
-    """"CPU is faster, 2.4 times", "GPU route is faster, 1.2 times" or "two are about even"."""
+    """ "CPU is faster, 2.4 times", "GPU route is faster, 1.2 times" or "two are about even"."""
     ratio = max(cpu, gpu) / min(cpu, gpu)
     if ratio < 1.1:
         return f"two {'are' if verb == 'is' else 'would be'} about even"
@@ -184,15 +207,21 @@ def measure_step(device: str, points: int = SEED_POINTS, min_run_time: float = 0
     x = torch.zeros(points, 3)
     threads = torch.get_num_threads()
     env = {"x": x}
-    times = dict(points=points, nbytes=x.nelement() * x.element_size(), threads=threads,
-                 cpu_one=seconds("x + 1", env, 1, min_run_time),
-                 cpu_all=seconds("x + 1", env, threads, min_run_time))
+    times = dict(
+        points=points,
+        nbytes=x.nelement() * x.element_size(),
+        threads=threads,
+        cpu_one=seconds("x + 1", env, 1, min_run_time),
+        cpu_all=seconds("x + 1", env, threads, min_run_time),
+    )
     if device == "cuda":
         env = {"x": x, "xp": x.pin_memory(), "xg": x.to("cuda")}
-        times.update(to_gpu_pageable=seconds("x.to('cuda')", env, 1, min_run_time),
-                     to_gpu_pinned=seconds("xp.to('cuda')", env, 1, min_run_time),
-                     gpu_step=seconds("xg + 1", env, 1, min_run_time),
-                     to_cpu=seconds("xg.cpu()", env, 1, min_run_time))
+        times.update(
+            to_gpu_pageable=seconds("x.to('cuda')", env, 1, min_run_time),
+            to_gpu_pinned=seconds("xp.to('cuda')", env, 1, min_run_time),
+            gpu_step=seconds("xg + 1", env, 1, min_run_time),
+            to_cpu=seconds("xg.cpu()", env, 1, min_run_time),
+        )
     return StepTimes(**times)
 
 
@@ -219,36 +248,55 @@ class BackgroundTiming:
         spread = max(times) / min(times) if min(times) > 0 else float("inf")
         if self.device == "cuda":
             if self.unsynced * 2 <= self.synced:
-                return (f"Without synchronize() the clock stopped when the work was queued, "
-                        f"{self.synced / self.unsynced:.0f} times too early. With it, and with "
-                        f"torch.utils.benchmark, it stopped when the work was done.")
-            return (f"Here the clock without synchronize() read about as much as the others "
-                    f"(within {spread:.1f} times): the queue was short, or something in the "
-                    f"job waited for the GPU. It still measures only how long it took to queue "
-                    f"the work.")
-        why = ("On the CPU, PyTorch finishes each step before it returns, so there is nothing "
-               "to wait for.")
-        gpu = (" On a GPU the first would read far less than the others, because it measures "
-               "only how long it took to queue the work.")
+                return (
+                    f"Without synchronize() the clock stopped when the work was queued, "
+                    f"{self.synced / self.unsynced:.0f} times too early. With it, and with "
+                    f"torch.utils.benchmark, it stopped when the work was done."
+                )
+            return (
+                f"Here the clock without synchronize() read about as much as the others "
+                f"(within {spread:.1f} times): the queue was short, or something in the "
+                f"job waited for the GPU. It still measures only how long it took to queue "
+                f"the work."
+            )
+        why = (
+            "On the CPU, PyTorch finishes each step before it returns, so there is nothing "
+            "to wait for."
+        )
+        gpu = (
+            " On a GPU the first would read far less than the others, because it measures "
+            "only how long it took to queue the work."
+        )
         if self.agree():
-            return (f"No GPU here: the three times agree, to within {spread:.2f} times "
-                    f"(medians of {self.rounds} plain-clock runs). {why}{gpu}")
-        return (f"No GPU here: the three times differ by up to {spread:.1f} times, even as "
-                f"medians of {self.rounds} plain-clock runs. {why} So the difference is noise: "
-                f"other programs on this machine slowed some runs. Run the cell again, and "
-                f"the times should come closer.{gpu}")
+            return (
+                f"No GPU here: the three times agree, to within {spread:.2f} times "
+                f"(medians of {self.rounds} plain-clock runs). {why}{gpu}"
+            )
+        return (
+            f"No GPU here: the three times differ by up to {spread:.1f} times, even as "
+            f"medians of {self.rounds} plain-clock runs. {why} So the difference is noise: "
+            f"other programs on this machine slowed some runs. Run the cell again, and "
+            f"the times should come closer.{gpu}"
+        )
 
     def lines(self) -> list[str]:
-        return [f"job: {self.job} on {self.device} (plain-clock times: the median of "
-                f"{self.rounds} run{'s' * (self.rounds != 1)})",
-                f"time without synchronize(): {_ms(self.unsynced)}",
-                f"time with synchronize(): {_ms(self.synced)}"
-                + ("" if self.device == "cuda" else " (on the CPU there is no queue to wait for)"),
-                f"time with torch.utils.benchmark: {_ms(self.benchmark)}"]
+        return [
+            f"job: {self.job} on {self.device} (plain-clock times: the median of "
+            f"{self.rounds} run{'s' * (self.rounds != 1)})",
+            f"time without synchronize(): {_ms(self.unsynced)}",
+            f"time with synchronize(): {_ms(self.synced)}"
+            + ("" if self.device == "cuda" else " (on the CPU there is no queue to wait for)"),
+            f"time with torch.utils.benchmark: {_ms(self.benchmark)}",
+        ]
 
 
-def background_timing(device: str, size: int | None = None, repeats: int = 10,
-                      min_run_time: float = 0.2, rounds: int = 5) -> BackgroundTiming:
+def background_timing(
+    device: str,
+    size: int | None = None,
+    repeats: int = 10,
+    min_run_time: float = 0.2,
+    rounds: int = 5,
+) -> BackgroundTiming:
     """Times ``repeats`` matrix products with a plain clock, with the clock read after
     ``torch.cuda.synchronize()`` (each the median of ``rounds`` runs), and with
     ``torch.utils.benchmark``. On the CPU all three use one thread, so that other
@@ -278,9 +326,14 @@ def background_timing(device: str, size: int | None = None, repeats: int = 10,
             wait()
             synced_runs.append(time.perf_counter() - start)
     bench = seconds("job()", {"job": job}, threads, min_run_time)
-    return BackgroundTiming(device, f"{repeats} products of {size}x{size} matrices",
-                            statistics.median(unsynced_runs), statistics.median(synced_runs),
-                            bench, rounds)
+    return BackgroundTiming(
+        device,
+        f"{repeats} products of {size}x{size} matrices",
+        statistics.median(unsynced_runs),
+        statistics.median(synced_runs),
+        bench,
+        rounds,
+    )
 
 
 def event_timing(device: str, size: int = 4096, repeats: int = 10) -> str:
@@ -288,23 +341,27 @@ def event_timing(device: str, size: int = 4096, repeats: int = 10) -> str:
     after a warm-up and with the queue empty before ``start`` is recorded (the pattern the
     lesson shows). Without a GPU, says what it would do."""
     if device != "cuda":
-        return ("No GPU here: CUDA events exist only on a GPU. On one, this cell times "
-                f"{repeats} products of {size}x{size} matrices with the pattern above.")
+        return (
+            "No GPU here: CUDA events exist only on a GPU. On one, this cell times "
+            f"{repeats} products of {size}x{size} matrices with the pattern above."
+        )
     a = torch.rand(size, size, device="cuda")
 
     def job():
         for _ in range(repeats):
             a @ a
 
-    job()                     # warm-up: the first product also starts the maths library
+    job()  # warm-up: the first product also starts the maths library
     torch.cuda.synchronize()  # nothing else queued: only the work between the events counts
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     job()
     end.record()
     torch.cuda.synchronize()  # wait until `end` has happened before reading it
-    return (f"time with CUDA events: {start.elapsed_time(end):.3f} ms "
-            f"({repeats} products of {size}x{size} matrices, on the GPU's clock)")
+    return (
+        f"time with CUDA events: {start.elapsed_time(end):.3f} ms "
+        f"({repeats} products of {size}x{size} matrices, on the GPU's clock)"
+    )
 
 
 @contextmanager
@@ -324,9 +381,19 @@ def rated_link_gb_s() -> tuple[float, str] | None:
     if smi is None:
         return None
     try:
-        out = subprocess.run([smi, "--query-gpu=pcie.link.gen.max,pcie.link.width.max",
-                              "--format=csv,noheader,nounits", "-i", "0"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            [
+                smi,
+                "--query-gpu=pcie.link.gen.max,pcie.link.width.max",
+                "--format=csv,noheader,nounits",
+                "-i",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
         gen, width = (int(v) for v in out.strip().splitlines()[0].split(","))
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
@@ -338,17 +405,23 @@ def rated_link_gb_s() -> tuple[float, str] | None:
 def link_report(times: StepTimes) -> str:
     """How this machine's copies compare with its link's rated speed."""
     if not times.has_gpu:
-        return ("No GPU here, so no link to measure. The verdict and the race assumed "
-                f"{SEED_LINK_GB_S:g} GB/s, the text's PCIe 4.0 figure.")
+        return (
+            "No GPU here, so no link to measure. The verdict and the race assumed "
+            f"{SEED_LINK_GB_S:g} GB/s, the text's PCIe 4.0 figure."
+        )
     pinned = gb_per_s(times.nbytes, times.to_gpu_pinned)
     pageable = gb_per_s(times.nbytes, times.to_gpu_pageable)
-    text = (f"Your copies reached {pinned:.1f} GB/s from pinned memory (pinned beforehand; "
-            f"pinning not counted) and {pageable:.1f} GB/s from pageable memory.")
+    text = (
+        f"Your copies reached {pinned:.1f} GB/s from pinned memory (pinned beforehand; "
+        f"pinning not counted) and {pageable:.1f} GB/s from pageable memory."
+    )
     rated = rated_link_gb_s()
     if rated is not None:
         gb_s, name = rated
-        text += (f" This GPU's link, {name}, is rated {gb_s:.1f} GB/s each way: pinned copies "
-                 f"reached {pinned / gb_s:.0%} of that.")
+        text += (
+            f" This GPU's link, {name}, is rated {gb_s:.1f} GB/s each way: pinned copies "
+            f"reached {pinned / gb_s:.0%} of that."
+        )
     return text
 
 

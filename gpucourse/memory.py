@@ -11,6 +11,7 @@ model and its optimizer really hold after a step, from the tensors themselves;
 ``step_memory`` also asks the GPU's allocator (``torch.cuda.memory_allocated``) at each
 stage of a step, where there is a GPU.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,10 @@ def copies(optimizer: torch.optim.Optimizer) -> int:
         return 3 + (settings.get("momentum", 0) != 0) + bool(settings.get("centered"))
     if isinstance(optimizer, torch.optim.Adagrad):
         return 3
-    raise ValueError(f"copies: no rule for {type(optimizer).__name__}; count its state after "
-                     "a step with memory.count instead")
+    raise ValueError(
+        f"copies: no rule for {type(optimizer).__name__}; count its state after "
+        "a step with memory.count instead"
+    )
 
 
 def training_mb(parameters: int, copies: int, bytes_per_number: int = 4) -> float:
@@ -49,8 +52,8 @@ class Counted:
 
     weights: int
     gradients: int
-    state: int        # the optimizer's per-parameter tensors (momentum, moments...)
-    counters: int     # Adam's step counters: one number per parameter tensor, not per parameter
+    state: int  # the optimizer's per-parameter tensors (momentum, moments...)
+    counters: int  # Adam's step counters: one number per parameter tensor, not per parameter
 
     @property
     def total(self) -> int:
@@ -58,12 +61,14 @@ class Counted:
 
     def lines(self) -> list[str]:
         times = self.total / self.weights if self.weights else 0
-        return [f"weights: {self.weights:,} bytes",
-                f"gradients: {self.gradients:,} bytes",
-                f"optimizer state: {self.state:,} bytes"
-                + (f" (+ {self.counters:,} bytes of step counters)" if self.counters else ""),
-                f"total: {self.total:,} bytes, {times:.2f} times the weights "
-                "(counted from the tensors)"]
+        return [
+            f"weights: {self.weights:,} bytes",
+            f"gradients: {self.gradients:,} bytes",
+            f"optimizer state: {self.state:,} bytes"
+            + (f" (+ {self.counters:,} bytes of step counters)" if self.counters else ""),
+            f"total: {self.total:,} bytes, {times:.2f} times the weights "
+            "(counted from the tensors)",
+        ]
 
 
 def count(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Counted:
@@ -84,8 +89,12 @@ def count(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Counted:
     return Counted(weights, gradients, state, counters)
 
 
-def one_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,
-             labels: torch.Tensor) -> None:
+def one_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+) -> None:
     optimizer.zero_grad()
     F.cross_entropy(model(inputs), labels).backward()
     optimizer.step()
@@ -110,9 +119,14 @@ class StepMemory:
     def lines(self) -> list[str]:
         head = [f"a network of {self.parameters:,} parameters, batch {self.batch_size}, Adam"]
         if self.before is None:
-            return head + self.counted.lines() + [
-                "No GPU here, so no allocator to ask: the figures are counted from the "
-                "tensors. On a GPU this cell also reads torch.cuda.memory_allocated()."]
+            return (
+                head
+                + self.counted.lines()
+                + [
+                    "No GPU here, so no allocator to ask: the figures are counted from the "
+                    "tensors. On a GPU this cell also reads torch.cuda.memory_allocated()."
+                ]
+            )
         weights = self.after_model - self.before
         return head + [
             f"the weights: {weights / MB:.2f} MB (measured)",
@@ -124,7 +138,8 @@ class StepMemory:
             "(Adam's state; measured)",
             f"weights, gradients and state: {(self.after_step - self.before) / MB:.2f} MB "
             f"measured, {self.counted.total / MB:.2f} MB counted from the tensors, "
-            f"{self.counted.total / self.counted.weights:.2f} times the weights"]
+            f"{self.counted.total / self.counted.weights:.2f} times the weights",
+        ]
 
 
 def step_memory(device: str, hidden: int = 1024, batch_size: int = 3072) -> StepMemory:
@@ -148,8 +163,17 @@ def step_memory(device: str, hidden: int = 1024, batch_size: int = 3072) -> Step
     after_backward = read()
     optimizer.step()
     after_step = read()
-    return StepMemory(count(model, optimizer), str(device), parameter_count(model), len(labels),
-                      before, after_model, after_forward, after_backward, after_step)
+    return StepMemory(
+        count(model, optimizer),
+        str(device),
+        parameter_count(model),
+        len(labels),
+        before,
+        after_model,
+        after_forward,
+        after_backward,
+        after_step,
+    )
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -161,9 +185,11 @@ def peak_memory(device: str, hidden: int = 1024, batch_size: int = 3072) -> str:
     memory it holds after the step, and what the caching allocator keeps reserved, all
     measured. Without a GPU, says what it would show."""
     if device != "cuda":
-        return ("No GPU here, so no allocator to ask. On a GPU this cell measures the peak "
-                "of one Adam step (the activations alive at once), what the step leaves "
-                "allocated, and what PyTorch's caching allocator keeps reserved.")
+        return (
+            "No GPU here, so no allocator to ask. On a GPU this cell measures the peak "
+            "of one Adam step (the activations alive at once), what the step leaves "
+            "allocated, and what PyTorch's caching allocator keeps reserved."
+        )
     from .training import make_network, spirals
 
     inputs, labels = spirals(points=batch_size, device=device)
@@ -176,6 +202,8 @@ def peak_memory(device: str, hidden: int = 1024, batch_size: int = 3072) -> str:
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - start
     held = torch.cuda.memory_allocated() - start
-    return (f"one Adam step, batch {len(labels):,}: peak {peak / MB:.2f} MB, held after the "
-            f"step {held / MB:.2f} MB, reserved by the caching allocator "
-            f"{torch.cuda.memory_reserved() / MB:.2f} MB in all (measured)")
+    return (
+        f"one Adam step, batch {len(labels):,}: peak {peak / MB:.2f} MB, held after the "
+        f"step {held / MB:.2f} MB, reserved by the caching allocator "
+        f"{torch.cuda.memory_reserved() / MB:.2f} MB in all (measured)"
+    )

@@ -24,6 +24,7 @@ Stable CSS classes, for browser tests and styling:
 ``pipeline-rule``      each stage's time and where it came from
 =====================  ==========================================================
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,8 +51,12 @@ class PipelineWidget:
     ``measured`` (a :class:`Speeds` from ``image_batches.measure_speeds``) adds a toggle
     between the made-up speeds and this machine's."""
 
-    def __init__(self, measured: Speeds | None = None, settings: Settings | None = None,
-                 seconds_per_frame: float = SECONDS_PER_FRAME):
+    def __init__(
+        self,
+        measured: Speeds | None = None,
+        settings: Settings | None = None,
+        seconds_per_frame: float = SECONDS_PER_FRAME,
+    ):
         settings = settings or Settings()
         self.speeds = {"assumed": assumed_speeds()}
         if measured is not None:
@@ -62,15 +67,28 @@ class PipelineWidget:
 
         self.mode = widgets.ToggleButtons(
             options=[("assumed speeds", "assumed"), ("measured on this machine", "measured")],
-            description="Speeds", style={"button_width": "190px"})
-        self.workers = named(widgets.IntSlider(value=settings.workers, min=0, max=MAX_WORKERS,
-                                               description="Loader workers",
-                                               continuous_update=False, **_look()))
-        self.pinned = widgets.Checkbox(value=settings.pinned, description="Pinned memory", **_look())
-        self.side_stream = widgets.Checkbox(value=settings.side_stream,
-                                            description="Copy on a side stream", **_look())
-        self.dtype = widgets.ToggleButtons(options=["uint8", "float32"], value=settings.dtype,
-                                           description="Copied as")
+            description="Speeds",
+            style={"button_width": "190px"},
+        )
+        self.workers = named(
+            widgets.IntSlider(
+                value=settings.workers,
+                min=0,
+                max=MAX_WORKERS,
+                description="Loader workers",
+                continuous_update=False,
+                **_look(),
+            )
+        )
+        self.pinned = widgets.Checkbox(
+            value=settings.pinned, description="Pinned memory", **_look()
+        )
+        self.side_stream = widgets.Checkbox(
+            value=settings.side_stream, description="Copy on a side stream", **_look()
+        )
+        self.dtype = widgets.ToggleButtons(
+            options=["uint8", "float32"], value=settings.dtype, description="Copied as"
+        )
         self.run = widgets.Button(description="Run", button_style="primary")
         self.timeline = widgets.HTML()
         self.result = widgets.HTML()
@@ -78,11 +96,18 @@ class PipelineWidget:
         controls = [self.mode] if measured is not None else []
         controls += [self.workers, self.pinned, self.side_stream, self.dtype, self.run]
         self.view = widgets.VBox(controls + [self.timeline, self.result, self.rule, slider_namer()])
-        for widget, name in [(self.view, "pipeline"), (self.mode, "pipeline-speeds"),
-                             (self.workers, "pipeline-workers"), (self.pinned, "pipeline-pinned"),
-                             (self.side_stream, "pipeline-stream"), (self.dtype, "pipeline-dtype"),
-                             (self.run, "pipeline-run"), (self.timeline, "pipeline-timeline"),
-                             (self.result, "pipeline-result"), (self.rule, "pipeline-rule")]:
+        for widget, name in [
+            (self.view, "pipeline"),
+            (self.mode, "pipeline-speeds"),
+            (self.workers, "pipeline-workers"),
+            (self.pinned, "pipeline-pinned"),
+            (self.side_stream, "pipeline-stream"),
+            (self.dtype, "pipeline-dtype"),
+            (self.run, "pipeline-run"),
+            (self.timeline, "pipeline-timeline"),
+            (self.result, "pipeline-result"),
+            (self.rule, "pipeline-rule"),
+        ]:
             widget.add_class(name)
 
         for control in (self.mode, self.workers, self.pinned, self.side_stream, self.dtype):
@@ -97,8 +122,12 @@ class PipelineWidget:
 
     @property
     def settings(self) -> Settings:
-        return Settings(workers=self.workers.value, pinned=self.pinned.value,
-                        side_stream=self.side_stream.value, dtype=self.dtype.value)
+        return Settings(
+            workers=self.workers.value,
+            pinned=self.pinned.value,
+            side_stream=self.side_stream.value,
+            dtype=self.dtype.value,
+        )
 
     @property
     def result_text(self) -> str:
@@ -156,13 +185,16 @@ class PipelineWidget:
         self.rule.value = _rule_html(pipeline)
         if not self.revealed:
             self.timeline.value = pipeline_timeline_svg(pipeline, BATCHES, until=0.0)
-            self._set_result(f"{_settings_words(pipeline.settings)}: predict the time per batch "
-                             "and the bottleneck, then press Run.")
+            self._set_result(
+                f"{_settings_words(pipeline.settings)}: predict the time per batch "
+                "and the bottleneck, then press Run."
+            )
             return
         self.timeline.value = pipeline_timeline_svg(pipeline, BATCHES)
         end = max(span.end for span in pipeline.spans(BATCHES))
-        self._set_result(f"{BATCHES} batches in {end:.3g} ms · {pipeline.summary()} "
-                         f"({pipeline.speeds.name}).")
+        self._set_result(
+            f"{BATCHES} batches in {end:.3g} ms · {pipeline.summary()} ({pipeline.speeds.name})."
+        )
 
     def _set_result(self, text: str) -> None:
         self._result_text = text
@@ -173,24 +205,34 @@ class PipelineWidget:
         """The live widget, plus, for GitHub and nbviewer, what it shows and the question,
         with the answers folded away: a saved notebook must not answer the prediction."""
         speeds = assumed_speeds()
-        cases = [("0 workers, pageable, float32 (the defaults)", Settings()),
-                 ("2 workers, pageable, float32", Settings(workers=2)),
-                 ("2 workers, pinned, side stream, uint8",
-                  Settings(workers=2, pinned=True, side_stream=True, dtype="uint8")),
-                 ("3 workers, pinned, side stream, uint8",
-                  Settings(workers=3, pinned=True, side_stream=True, dtype="uint8"))]
+        cases = [
+            ("0 workers, pageable, float32 (the defaults)", Settings()),
+            ("2 workers, pageable, float32", Settings(workers=2)),
+            (
+                "2 workers, pinned, side stream, uint8",
+                Settings(workers=2, pinned=True, side_stream=True, dtype="uint8"),
+            ),
+            (
+                "3 workers, pinned, side stream, uint8",
+                Settings(workers=3, pinned=True, side_stream=True, dtype="uint8"),
+            ),
+        ]
         pipelines = [(label, Pipeline(speeds, s)) for label, s in cases]
         return {
             "text/plain": "PipelineWidget: the input pipeline's timeline; it runs in a running notebook.",
             "text/html": pipeline_fallback_html(pipelines, pipelines[-1][1]),
             "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2, "version_minor": 0, "model_id": self.view.model_id},
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.view.model_id,
+            },
         }
 
 
 def _settings_words(settings: Settings) -> str:
     workers = {0: "no workers (the main process loads)", 1: "1 worker"}.get(
-        settings.workers, f"{settings.workers} workers")
+        settings.workers, f"{settings.workers} workers"
+    )
     memory = "pinned" if settings.pinned else "pageable"
     stream = "a side stream" if settings.side_stream else "one stream"
     return f"{workers}, {memory} memory, {stream}, copied as {settings.dtype}"
@@ -199,9 +241,15 @@ def _settings_words(settings: Settings) -> str:
 def _rule_html(pipeline: Pipeline) -> str:
     """Each stage's time for one batch and where it came from, in words."""
     speeds, settings = pipeline.speeds, pipeline.settings
-    load_words = speeds.said("load") + (f"; plus {speeds.said('normalize')}" if settings.dtype == "float32" else "")
-    cores = (f" This machine has {speeds.cores} CPU core{'s' * (speeds.cores != 1)}: more workers "
-             "share them." if speeds.cores else "")
+    load_words = speeds.said("load") + (
+        f"; plus {speeds.said('normalize')}" if settings.dtype == "float32" else ""
+    )
+    cores = (
+        f" This machine has {speeds.cores} CPU core{'s' * (speeds.cores != 1)}: more workers "
+        "share them."
+        if speeds.cores
+        else ""
+    )
     lines = [
         f"load: {pipeline.load_ms():.3g} ms a batch of {speeds.batch} for one worker "
         f"({load_words}).{cores}",

@@ -11,6 +11,7 @@ the CPU does 8 per tick, the GPU all 256 per tick, and each copy takes 40 ticks,
 so CPU = 32 × steps and GPU = 40 + steps + 40. ``Race.measured(...)`` builds the
 same race from times measured on this machine, in milliseconds.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ CPU, GPU, TIE = "CPU", "GPU", "tie"
 class Lane:
     """Where one lane stands at one moment of the race."""
 
-    state: str      # words a learner reads: "copying to GPU", "step 2 of 3", "done"
+    state: str  # words a learner reads: "copying to GPU", "step 2 of 3", "done"
     elapsed: float  # time spent so far, capped at the lane's total
     total: float
 
@@ -59,25 +60,47 @@ class Race:
 
     # -- the two ways to build a race ---------------------------------------------------
     @classmethod
-    def ticks(cls, numbers: int = 256, cpu_per_tick: int = 8, gpu_per_tick: int = 256,
-              copy_ticks: int = 40) -> Race:
+    def ticks(
+        cls,
+        numbers: int = 256,
+        cpu_per_tick: int = 8,
+        gpu_per_tick: int = 256,
+        copy_ticks: int = 40,
+    ) -> Race:
         """The seed's race: made-up speeds, real shape."""
         if min(numbers, cpu_per_tick, gpu_per_tick) < 1 or copy_ticks < 0:
             raise ValueError("Race.ticks: counts must be at least 1 and copy_ticks at least 0")
-        return cls(cpu_step=math.ceil(numbers / cpu_per_tick),
-                   gpu_step=math.ceil(numbers / gpu_per_tick),
-                   copy_in=copy_ticks, copy_out=copy_ticks, unit="ticks",
-                   note="made-up speeds, real shape")
+        return cls(
+            cpu_step=math.ceil(numbers / cpu_per_tick),
+            gpu_step=math.ceil(numbers / gpu_per_tick),
+            copy_in=copy_ticks,
+            copy_out=copy_ticks,
+            unit="ticks",
+            note="made-up speeds, real shape",
+        )
 
     @classmethod
-    def measured(cls, cpu_step_ms: float, gpu_step_ms: float, copy_in_ms: float,
-                 copy_out_ms: float, note: str = "measured on this machine",
-                 gpu_assumed: bool = False) -> Race:
+    def measured(
+        cls,
+        cpu_step_ms: float,
+        gpu_step_ms: float,
+        copy_in_ms: float,
+        copy_out_ms: float,
+        note: str = "measured on this machine",
+        gpu_assumed: bool = False,
+    ) -> Race:
         """The same race on times in milliseconds, e.g. from ``gpucourse.measure``.
         ``gpu_assumed``: the GPU's times are assumed (no GPU to measure), and every
         sentence about who wins says so."""
-        return cls(cpu_step=cpu_step_ms, gpu_step=gpu_step_ms, copy_in=copy_in_ms,
-                   copy_out=copy_out_ms, unit="ms", note=note, gpu_assumed=gpu_assumed)
+        return cls(
+            cpu_step=cpu_step_ms,
+            gpu_step=gpu_step_ms,
+            copy_in=copy_in_ms,
+            copy_out=copy_out_ms,
+            unit="ms",
+            note=note,
+            gpu_assumed=gpu_assumed,
+        )
 
     # -- totals, winner, crossover -------------------------------------------------------
     def cpu_total(self, steps: int) -> float:
@@ -115,26 +138,38 @@ class Race:
         winner = self.winner(steps)
         verdict = "a tie" if winner == TIE else f"the {winner} wins"
         assumed = " (the GPU's times assumed, not measured)" if self.gpu_assumed else ""
-        return (f"{steps_phrase(steps)}: CPU {self.format(cpu)}, GPU {self.format(gpu)} — "
-                f"{verdict}{assumed}.")
+        return (
+            f"{steps_phrase(steps)}: CPU {self.format(cpu)}, GPU {self.format(gpu)} — "
+            f"{verdict}{assumed}."
+        )
 
     def rule(self) -> str:
         """How the totals are computed, e.g. "Total ticks: CPU = 32 × steps,
         GPU = 40 + steps + 40"."""
+
         def n(v):
             return f"{v:.3g}"
+
         work = "steps" if self.gpu_step == 1 else f"{n(self.gpu_step)} × steps"
-        return (f"Total {self.unit}: CPU = {n(self.cpu_step)} × steps, "
-                f"GPU = {n(self.copy_in)} + {work} + {n(self.copy_out)}")
+        return (
+            f"Total {self.unit}: CPU = {n(self.cpu_step)} × steps, "
+            f"GPU = {n(self.copy_in)} + {work} + {n(self.copy_out)}"
+        )
 
     def crossover_sentence(self) -> str:
         """Where the GPU starts winning, said as measured or as assumed."""
         cross = self.crossover()
         if self.gpu_assumed:
-            return (f"With the assumed GPU, the GPU would win from {steps_phrase(cross)} on."
-                    if cross else "Even the assumed GPU never wins at these speeds.")
-        return (f"The GPU wins from {steps_phrase(cross)} on." if cross else
-                "The GPU never wins at these speeds.")
+            return (
+                f"With the assumed GPU, the GPU would win from {steps_phrase(cross)} on."
+                if cross
+                else "Even the assumed GPU never wins at these speeds."
+            )
+        return (
+            f"The GPU wins from {steps_phrase(cross)} on."
+            if cross
+            else "The GPU never wins at these speeds."
+        )
 
     def format(self, amount: float) -> str:
         if self.unit == "ticks":
@@ -168,8 +203,9 @@ class Race:
         elif t < self.copy_in:
             state = "copying to GPU"
         elif t < work_end:
-            step = min(int((t - self.copy_in) // self.gpu_step) + 1 if self.gpu_step else steps,
-                       steps)
+            step = min(
+                int((t - self.copy_in) // self.gpu_step) + 1 if self.gpu_step else steps, steps
+            )
             state = f"step {step} of {steps} on the GPU"
         else:
             state = "copying back to CPU"

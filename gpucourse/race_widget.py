@@ -23,6 +23,7 @@ Stable CSS classes, for browser tests and styling:
 
 The Steps slider is named for screen readers after its label (``widget_access``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,14 @@ class RaceWidget:
     the seed's made-up ticks and speeds measured on this machine.
     """
 
-    def __init__(self, race: Race | None = None, measured: Race | None = None, steps: int = 1,
-                 max_steps: int = 64, seconds_per_frame: float = SECONDS_PER_FRAME):
+    def __init__(
+        self,
+        race: Race | None = None,
+        measured: Race | None = None,
+        steps: int = 1,
+        max_steps: int = 64,
+        seconds_per_frame: float = SECONDS_PER_FRAME,
+    ):
         self.races = {"ticks": race or Race.ticks()}
         if measured is not None:
             self.races["measured"] = measured
@@ -57,8 +64,11 @@ class RaceWidget:
         self.revealed = False  # the seed asks for a prediction before the first result
         self._task = None
 
-        self.steps = named(widgets.IntSlider(value=steps, min=1, max=max_steps,
-                                             description="Steps", continuous_update=True))
+        self.steps = named(
+            widgets.IntSlider(
+                value=steps, min=1, max=max_steps, description="Steps", continuous_update=True
+            )
+        )
         self.run = widgets.Button(description="Run", button_style="primary")
         self.cpu = widgets.HTML()
         self.gpu = widgets.HTML()
@@ -66,17 +76,25 @@ class RaceWidget:
         self.rule = widgets.HTML()
         self.mode = widgets.ToggleButtons(
             options=[("made-up ticks", "ticks"), ("measured speeds", "measured")],
-            description="Speeds")
+            description="Speeds",
+        )
         self._name_sliders = slider_namer()
 
         controls = [self.mode] if measured is not None else []
         controls.append(widgets.HBox([self.steps, self.run]))
-        self.view = widgets.VBox(controls + [self.cpu, self.gpu, self.result, self.rule,
-                                             self._name_sliders])
-        for widget, name in [(self.view, "race"), (self.mode, "race-mode"),
-                             (self.steps, "race-steps"), (self.run, "race-run"),
-                             (self.cpu, "race-lane-cpu"), (self.gpu, "race-lane-gpu"),
-                             (self.result, "race-result"), (self.rule, "race-rule")]:
+        self.view = widgets.VBox(
+            controls + [self.cpu, self.gpu, self.result, self.rule, self._name_sliders]
+        )
+        for widget, name in [
+            (self.view, "race"),
+            (self.mode, "race-mode"),
+            (self.steps, "race-steps"),
+            (self.run, "race-run"),
+            (self.cpu, "race-lane-cpu"),
+            (self.gpu, "race-lane-gpu"),
+            (self.result, "race-result"),
+            (self.rule, "race-rule"),
+        ]:
             widget.add_class(name)
 
         self.steps.observe(self._on_steps, names="value")
@@ -170,8 +188,10 @@ class RaceWidget:
         where = ""
         if self.race.unit != "ticks":  # the tick race leaves the crossover to the learner
             where = " " + self.race.crossover_sentence()
-        self.rule.value = (f"<small>{escape(self.race.note[:1].upper() + self.race.note[1:])}. "
-                           f"{escape(self.race.rule())}.{escape(where)}</small>")
+        self.rule.value = (
+            f"<small>{escape(self.race.note[:1].upper() + self.race.note[1:])}. "
+            f"{escape(self.race.rule())}.{escape(where)}</small>"
+        )
 
     def _draw(self, steps: int, t: float, started: bool = True) -> None:
         race = self.race
@@ -179,11 +199,15 @@ class RaceWidget:
         cpu, gpu = race.cpu_lane(steps, t), race.gpu_lane(steps, t)
         cpu_state = cpu.state if started else "waiting"
         gpu_state = gpu.state if started else "waiting"
-        self.cpu.value = _lane_html("CPU", cpu_state, race.format(cpu.elapsed),
-                                    [(0, cpu.total, CPU_COLOUR)], t, scale)
+        self.cpu.value = _lane_html(
+            "CPU", cpu_state, race.format(cpu.elapsed), [(0, cpu.total, CPU_COLOUR)], t, scale
+        )
         work_end = race.copy_in + steps * race.gpu_step
-        segments = [(0, race.copy_in, _STRIPES), (race.copy_in, work_end, GPU_COLOUR),
-                    (work_end, gpu.total, _STRIPES)]
+        segments = [
+            (0, race.copy_in, _STRIPES),
+            (race.copy_in, work_end, GPU_COLOUR),
+            (work_end, gpu.total, _STRIPES),
+        ]
         self.gpu.value = _lane_html("GPU", gpu_state, race.format(gpu.elapsed), segments, t, scale)
 
     def _set_result(self, text: str) -> None:
@@ -195,11 +219,16 @@ class RaceWidget:
         """The live widget, plus, for GitHub and nbviewer, the race's rules with its
         table and chart folded away: a saved notebook must not answer the prediction."""
         return {
-            "text/plain": (f"RaceWidget: the copy-versus-compute race, {steps_phrase(self.steps.value)};"
-                           " it plays in a running notebook."),
+            "text/plain": (
+                f"RaceWidget: the copy-versus-compute race, {steps_phrase(self.steps.value)};"
+                " it plays in a running notebook."
+            ),
             "text/html": race_fallback_html(self.races["ticks"]),
             "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2, "version_minor": 0, "model_id": self.view.model_id},
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.view.model_id,
+            },
         }
 
 
@@ -210,12 +239,15 @@ def _lane_html(name: str, state: str, elapsed: str, segments, t: float, scale: f
     for start, end, fill in segments:
         shown = min(max(t - start, 0.0), end - start)
         if shown > 0 and scale > 0:
-            bars.append(f'<div style="width:{100 * shown / scale:.2f}%;background:{fill};'
-                        f'height:100%"></div>')
+            bars.append(
+                f'<div style="width:{100 * shown / scale:.2f}%;background:{fill};'
+                f'height:100%"></div>'
+            )
     return (
         '<div style="display:flex;align-items:center;gap:10px;font-family:sans-serif;'
         'line-height:1.4">'
         f'<b style="width:2.5em">{name}</b>'
         '<div style="flex:0 0 340px;height:18px;border:1px solid #555;display:flex;'
         f'background:#f4f4f4">{"".join(bars)}</div>'
-        f'<span>{escape(state)} · {escape(elapsed)}</span></div>')
+        f"<span>{escape(state)} · {escape(elapsed)}</span></div>"
+    )

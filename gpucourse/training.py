@@ -20,6 +20,7 @@ by an index tensor on the same device, so a step needs no copy from the CPU and 
 (A plain ``.to("cuda")`` of a batch in pageable CPU memory waits for the GPU too: PyTorch's
 performance tuning guide lists it with ``.item()``.)
 """
+
 from __future__ import annotations
 
 import math
@@ -36,32 +37,46 @@ HIDDEN = 64
 LEARNING_RATE = 0.01
 
 
-def spirals(points: int = POINTS, classes: int = CLASSES, noise: float = 0.5, seed: int = 0,
-            device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def spirals(
+    points: int = POINTS,
+    classes: int = CLASSES,
+    noise: float = 0.5,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``points`` 2D points on ``classes`` interleaved spirals: (inputs float32 [N, 2],
     labels int64 [N]), made on ``device``. The same seed gives the same points anywhere:
     they are drawn on the CPU and copied once."""
     if classes < 2 or points < classes:
-        raise ValueError(f"spirals: need at least 2 classes and a point each, got "
-                         f"{points} points and {classes} classes")
+        raise ValueError(
+            f"spirals: need at least 2 classes and a point each, got "
+            f"{points} points and {classes} classes"
+        )
     generator = torch.Generator().manual_seed(seed)
     per = points // classes
     radius = torch.linspace(0.05, 1.0, per).repeat(classes)
     label = torch.arange(classes).repeat_interleave(per)
-    angle = (radius * 4.0 + label * (2 * math.pi / classes)
-             + torch.randn(per * classes, generator=generator) * noise)
+    angle = (
+        radius * 4.0
+        + label * (2 * math.pi / classes)
+        + torch.randn(per * classes, generator=generator) * noise
+    )
     inputs = torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], dim=1)
     return inputs.to(device), label.to(device)
 
 
-def make_network(classes: int = CLASSES, hidden: int = HIDDEN, seed: int = 0,
-                 device: str | torch.device = "cpu") -> torch.nn.Sequential:
+def make_network(
+    classes: int = CLASSES, hidden: int = HIDDEN, seed: int = 0, device: str | torch.device = "cpu"
+) -> torch.nn.Sequential:
     """Two hidden layers of ``hidden`` units: 2 inputs, ``classes`` outputs (logits)."""
     torch.manual_seed(seed)
     network = torch.nn.Sequential(
-        torch.nn.Linear(2, hidden), torch.nn.ReLU(),
-        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
-        torch.nn.Linear(hidden, classes))
+        torch.nn.Linear(2, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, classes),
+    )
     return network.to(device)
 
 
@@ -108,9 +123,11 @@ class Segment:
     def line(self) -> str:
         """e.g. "cpu, read every 10 steps, batch 64: 1,750 steps/s, 112,000 samples/s
         (measured over 1,200 steps)"."""
-        return (f"{self.device}, read every {_steps(self.read_every)}, batch {self.batch_size}: "
-                f"{self.steps_per_s:,.0f} steps/s, {self.samples_per_s:,.0f} samples/s "
-                f"(measured over {self.steps:,} steps)")
+        return (
+            f"{self.device}, read every {_steps(self.read_every)}, batch {self.batch_size}: "
+            f"{self.steps_per_s:,.0f} steps/s, {self.samples_per_s:,.0f} samples/s "
+            f"(measured over {self.steps:,} steps)"
+        )
 
 
 @dataclass
@@ -173,7 +190,8 @@ class Trainer:
         with _threads_for(self.device):
             start = time.perf_counter()
             while (steps is None or done < steps) and (
-                    seconds is None or done == 0 or time.perf_counter() - start < seconds):
+                seconds is None or done == 0 or time.perf_counter() - start < seconds
+            ):
                 self._one_step(segment)
                 done += 1
             if self.device != "cpu" and torch.cuda.is_available():
@@ -183,8 +201,9 @@ class Trainer:
         return done
 
     def _one_step(self, segment: Segment) -> None:
-        index = torch.randint(0, len(self.labels), (self.batch_size,), device=self.device,
-                              generator=self.generator)
+        index = torch.randint(
+            0, len(self.labels), (self.batch_size,), device=self.device, generator=self.generator
+        )
         loss = F.cross_entropy(self.model(self.inputs[index]), self.labels[index])
         self.optimizer.zero_grad()
         loss.backward()
@@ -263,29 +282,39 @@ class ReadCost:
         return self.rarely_steps_per_s / self.often_steps_per_s
 
     def lines(self) -> list[str]:
-        return [f"read every {_steps(self.often)}: {self.often_steps_per_s:,.0f} steps/s "
-                f"(measured on {self.device}, batch {self.batch_size})",
-                f"read every {_steps(self.rarely)}: {self.rarely_steps_per_s:,.0f} steps/s "
-                f"(measured on {self.device}, batch {self.batch_size})"]
+        return [
+            f"read every {_steps(self.often)}: {self.often_steps_per_s:,.0f} steps/s "
+            f"(measured on {self.device}, batch {self.batch_size})",
+            f"read every {_steps(self.rarely)}: {self.rarely_steps_per_s:,.0f} steps/s "
+            f"(measured on {self.device}, batch {self.batch_size})",
+        ]
 
     def explain(self) -> str:
         change = self._change()
         if self.device == "cuda":
-            return (f"On this GPU, reading every step was {change} (measured). Each read made the "
-                    "CPU wait until the GPU had finished the steps queued so far, and the GPU then "
-                    "sat idle while the CPU queued the next one. Read rarely, and the CPU stays "
-                    "ahead, queueing work while the GPU computes.")
-        why = ("On a CPU there is no queue: each operation has finished when its Python call "
-               "returns, so .item() has nothing to wait for and only copies one number out.")
-        gpu = ("No GPU here, so nothing was measured on one. On a GPU a read makes the CPU wait "
-               "for the queue to empty: how much that costs depends on how long the GPU's step "
-               "takes next to the CPU's time to queue it. The widget's \"modelled GPU\" mode "
-               "shows it, with made-up times.")
+            return (
+                f"On this GPU, reading every step was {change} (measured). Each read made the "
+                "CPU wait until the GPU had finished the steps queued so far, and the GPU then "
+                "sat idle while the CPU queued the next one. Read rarely, and the CPU stays "
+                "ahead, queueing work while the GPU computes."
+            )
+        why = (
+            "On a CPU there is no queue: each operation has finished when its Python call "
+            "returns, so .item() has nothing to wait for and only copies one number out."
+        )
+        gpu = (
+            "No GPU here, so nothing was measured on one. On a GPU a read makes the CPU wait "
+            "for the queue to empty: how much that costs depends on how long the GPU's step "
+            "takes next to the CPU's time to queue it. The widget's \"modelled GPU\" mode "
+            "shows it, with made-up times."
+        )
         if self.slowdown < 1.15:
             return f"On this CPU, reading every step was {change} (measured): little. {why} {gpu}"
-        return (f"On this CPU, reading every step was {change} (measured). {why} A difference this "
-                "large is more likely other programs sharing this machine's cores than the "
-                f"reads: run the cell again and compare. {gpu}")
+        return (
+            f"On this CPU, reading every step was {change} (measured). {why} A difference this "
+            "large is more likely other programs sharing this machine's cores than the "
+            f"reads: run the cell again and compare. {gpu}"
+        )
 
     def _change(self) -> str:
         if self.slowdown >= 1.5:
@@ -296,8 +325,14 @@ class ReadCost:
         return f"{abs(percent):.0f}% {'slower' if percent > 0 else 'faster'}"
 
 
-def measure_reads(device: str, often: int = 1, rarely: int = 100, batch_size: int = 64,
-                  steps: int = 100, min_run_time: float = 0.3) -> ReadCost:
+def measure_reads(
+    device: str,
+    often: int = 1,
+    rarely: int = 100,
+    batch_size: int = 64,
+    steps: int = 100,
+    min_run_time: float = 0.3,
+) -> ReadCost:
     """Times ``steps`` training steps reading the loss every ``often`` step, then every
     ``rarely`` steps, with ``torch.utils.benchmark`` (it warms up, repeats, and on a GPU
     synchronizes before reading the clock). One CPU thread, as in the first unit."""
@@ -332,16 +367,20 @@ class GpuModel:
     the CPU longer than running it takes the GPU, unless the batch is large.
     """
 
-    queue_ms: float = 0.5             # CPU time to queue one step's operations (made up)
-    gpu_fixed_ms: float = 0.05        # GPU time per step, whatever the batch (made up)
+    queue_ms: float = 0.5  # CPU time to queue one step's operations (made up)
+    gpu_fixed_ms: float = 0.05  # GPU time per step, whatever the batch (made up)
     gpu_per_sample_ms: float = 0.001  # GPU time per sample in the batch (made up)
-    read_ms: float = 0.02             # copying the loss back, once the GPU has caught up (made up)
+    read_ms: float = 0.02  # copying the loss back, once the GPU has caught up (made up)
 
     def __post_init__(self):
         for name in ("queue_ms", "gpu_fixed_ms", "gpu_per_sample_ms", "read_ms"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise ValueError(f"GpuModel: {name} must be a finite number >= 0, got {value!r}")
         if self.queue_ms + self.gpu_fixed_ms <= 0:
             raise ValueError("GpuModel: a step must take some time")
@@ -371,20 +410,24 @@ class GpuModel:
         return self.ms_per_step(read_every, batch_size) / self.ms_per_step(against, batch_size)
 
     def assumptions(self, batch_size: int) -> str:
-        return (f"made-up times: the CPU queues a step in {self.queue_ms:g} ms; the GPU runs it in "
-                f"{self.gpu_ms(batch_size):.3g} ms for a batch of {batch_size}; a read copies the "
-                f"loss back in {self.read_ms:g} ms")
+        return (
+            f"made-up times: the CPU queues a step in {self.queue_ms:g} ms; the GPU runs it in "
+            f"{self.gpu_ms(batch_size):.3g} ms for a batch of {batch_size}; a read copies the "
+            f"loss back in {self.read_ms:g} ms"
+        )
 
     def sentence(self, read_every: int, batch_size: int, against: int = 100) -> str:
         """e.g. "modelled GPU, read every step, batch 64: 1,580 steps/s, GPU busy 18%;
         every 100 steps: 1,990 steps/s; 1.26 times slower (made-up times: ...)"."""
-        return (f"modelled GPU, read every {_steps(read_every)}, batch {batch_size}: "
-                f"{self.steps_per_s(read_every, batch_size):,.0f} steps/s, GPU busy "
-                f"{self.gpu_busy(read_every, batch_size):.0%}; every {_steps(against)}: "
-                f"{self.steps_per_s(against, batch_size):,.0f} steps/s, GPU busy "
-                f"{self.gpu_busy(against, batch_size):.0%}; "
-                f"{_ratio(self.slowdown(read_every, batch_size, against))} "
-                f"({self.assumptions(batch_size)}; not a measurement)")
+        return (
+            f"modelled GPU, read every {_steps(read_every)}, batch {batch_size}: "
+            f"{self.steps_per_s(read_every, batch_size):,.0f} steps/s, GPU busy "
+            f"{self.gpu_busy(read_every, batch_size):.0%}; every {_steps(against)}: "
+            f"{self.steps_per_s(against, batch_size):,.0f} steps/s, GPU busy "
+            f"{self.gpu_busy(against, batch_size):.0%}; "
+            f"{_ratio(self.slowdown(read_every, batch_size, against))} "
+            f"({self.assumptions(batch_size)}; not a measurement)"
+        )
 
 
 def _ratio(slowdown: float) -> str:

@@ -31,6 +31,7 @@ model wherever it is shown and never mixed with a measured figure.
 
 Both sliders are named for screen readers after their labels (``widget_access``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,15 +54,21 @@ def _slider_look() -> dict:
     return {"style": {"description_width": "210px"}, "layout": widgets.Layout(width="520px")}
 
 
-
 class TrainingWidget:
     """Read-every and batch-size sliders, Train and Stop, a live status line, the loss
     curve and a table of measured speeds. Each press of Train trains a fresh network (the
     same seed) for up to ``max_steps`` steps on ``device``."""
 
-    def __init__(self, device: str = "cpu", read_every: int = 10, batch_size: int = 64,
-                 max_steps: int = MAX_STEPS, chunk_seconds: float = CHUNK_SECONDS,
-                 seed: int = 0, gpu_model: GpuModel | None = None):
+    def __init__(
+        self,
+        device: str = "cpu",
+        read_every: int = 10,
+        batch_size: int = 64,
+        max_steps: int = MAX_STEPS,
+        chunk_seconds: float = CHUNK_SECONDS,
+        seed: int = 0,
+        gpu_model: GpuModel | None = None,
+    ):
         if batch_size not in BATCH_SIZES:
             raise ValueError(f"batch_size must be one of {BATCH_SIZES}, got {batch_size!r}")
         self.device, self.max_steps, self.seed = str(device), max_steps, seed
@@ -72,31 +79,65 @@ class TrainingWidget:
         self._task = None
         self._stop_asked = False
 
-        self.read_every = named(widgets.IntSlider(
-            value=read_every, min=1, max=100, description="Read the loss every N steps",
-            continuous_update=False, **_slider_look()))
-        self.batch = named(widgets.SelectionSlider(
-            options=list(BATCH_SIZES), value=batch_size, description="Batch size",
-            continuous_update=False, **_slider_look()))
+        self.read_every = named(
+            widgets.IntSlider(
+                value=read_every,
+                min=1,
+                max=100,
+                description="Read the loss every N steps",
+                continuous_update=False,
+                **_slider_look(),
+            )
+        )
+        self.batch = named(
+            widgets.SelectionSlider(
+                options=list(BATCH_SIZES),
+                value=batch_size,
+                description="Batch size",
+                continuous_update=False,
+                **_slider_look(),
+            )
+        )
         self.train_button = widgets.Button(description="Train", button_style="primary")
         self.stop_button = widgets.Button(description="Stop", disabled=True)
         self.status = widgets.HTML()
         self.curve = widgets.HTML()
         self.speeds = widgets.HTML()
         self.mode = widgets.ToggleButtons(
-            options=[(f"measured here ({self.device})", "measured"),
-                     ("modelled GPU (made-up times)", "modelled")],
-            value="measured", description="Speeds", style={"button_width": "220px"})
+            options=[
+                (f"measured here ({self.device})", "measured"),
+                ("modelled GPU (made-up times)", "modelled"),
+            ],
+            value="measured",
+            description="Speeds",
+            style={"button_width": "220px"},
+        )
         self.modelled = widgets.HTML()
-        self.view = widgets.VBox([
-            self.read_every, self.batch,
-            widgets.HBox([self.train_button, self.stop_button]),
-            self.status, self.curve, self.mode, self.speeds, self.modelled, slider_namer()])
-        for widget, name in [(self.view, "training"), (self.read_every, "training-read-every"),
-                             (self.batch, "training-batch"), (self.train_button, "training-train"),
-                             (self.stop_button, "training-stop"), (self.status, "training-status"),
-                             (self.curve, "training-curve"), (self.speeds, "training-speeds"),
-                             (self.mode, "training-mode"), (self.modelled, "training-modelled")]:
+        self.view = widgets.VBox(
+            [
+                self.read_every,
+                self.batch,
+                widgets.HBox([self.train_button, self.stop_button]),
+                self.status,
+                self.curve,
+                self.mode,
+                self.speeds,
+                self.modelled,
+                slider_namer(),
+            ]
+        )
+        for widget, name in [
+            (self.view, "training"),
+            (self.read_every, "training-read-every"),
+            (self.batch, "training-batch"),
+            (self.train_button, "training-train"),
+            (self.stop_button, "training-stop"),
+            (self.status, "training-status"),
+            (self.curve, "training-curve"),
+            (self.speeds, "training-speeds"),
+            (self.mode, "training-mode"),
+            (self.modelled, "training-modelled"),
+        ]:
             widget.add_class(name)
 
         self.read_every.observe(self._on_read_every, names="value")
@@ -130,8 +171,9 @@ class TrainingWidget:
         self._start()
         try:
             while not self._stop_asked and self.trainer.step < self.max_steps:
-                self.trainer.run(steps=self.max_steps - self.trainer.step,
-                                 seconds=self.chunk_seconds)
+                self.trainer.run(
+                    steps=self.max_steps - self.trainer.step, seconds=self.chunk_seconds
+                )
                 self._draw()
                 await asyncio.sleep(pause)  # Stop and the sliders are handled here
         finally:
@@ -149,8 +191,12 @@ class TrainingWidget:
     def _start(self) -> None:
         if self.trainer is not None:
             self.rows += self.trainer.finished_segments()
-        self.trainer = Trainer(device=self.device, batch_size=self.batch.value,
-                               read_every=self.read_every.value, seed=self.seed)
+        self.trainer = Trainer(
+            device=self.device,
+            batch_size=self.batch.value,
+            read_every=self.read_every.value,
+            seed=self.seed,
+        )
         self.train_button.disabled, self.stop_button.disabled = True, False
 
     def _finish(self) -> None:
@@ -201,13 +247,17 @@ class TrainingWidget:
         self.modelled.layout.display = None if modelled else "none"
         self.modelled.value = (
             f'<div role="status"><b>Modelled, not measured:</b> {escape(self.modelled_text)}</div>'
-            if modelled else "")
+            if modelled
+            else ""
+        )
 
     def _ready_text(self) -> str:
         """What Train will do, said back when a slider moves: the settings as the kernel has them."""
         every = self.read_every.value
-        return (f"Press Train to train on {self.device}, reading the loss every "
-                f"{'step' if every == 1 else f'{every} steps'}, in batches of {self.batch.value}.")
+        return (
+            f"Press Train to train on {self.device}, reading the loss every "
+            f"{'step' if every == 1 else f'{every} steps'}, in batches of {self.batch.value}."
+        )
 
     # -- drawing --------------------------------------------------------------------------
     def _draw(self, ending: str | None = None) -> None:
@@ -222,13 +272,17 @@ class TrainingWidget:
         segment = trainer.segment
         reads = sum(s.reads for s in trainer.segments)
         if segment.steps:
-            speed = (f"measured: {segment.steps_per_s:,.0f} steps/s, "
-                     f"{segment.samples_per_s:,.0f} samples/s")
+            speed = (
+                f"measured: {segment.steps_per_s:,.0f} steps/s, "
+                f"{segment.samples_per_s:,.0f} samples/s"
+            )
         else:
             speed = "measuring…"
         state = f"{ending}: " if ending else "training: "
-        self._set_status(f"{state}step {trainer.step:,} of {self.max_steps:,} on {self.device} · "
-                         f"{speed} · the loss read {reads:,} times so far")
+        self._set_status(
+            f"{state}step {trainer.step:,} of {self.max_steps:,} on {self.device} · "
+            f"{speed} · the loss read {reads:,} times so far"
+        )
         self.speeds.value = _speeds_html((self.rows + trainer.finished_segments())[-SPEED_ROWS:])
 
     def _set_status(self, text: str) -> None:
@@ -243,7 +297,10 @@ class TrainingWidget:
             "text/plain": "TrainingWidget: trains a small network live in a running notebook.",
             "text/html": training_fallback_html(parameter_count(make_network())),
             "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2, "version_minor": 0, "model_id": self.view.model_id},
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.view.model_id,
+            },
         }
 
 
@@ -253,8 +310,11 @@ def _speeds_html(segments) -> str:
     rows = "".join(
         f"<tr><td>{escape(s.device)}</td><td>{s.read_every}</td><td>{s.batch_size}</td>"
         f"<td>{s.steps:,}</td><td>{s.steps_per_s:,.0f}</td><td>{s.samples_per_s:,.0f}</td></tr>"
-        for s in segments)
-    return ('<table class="training-speeds-table"><caption>Measured on this machine, one row '
-            'per setting</caption><thead><tr><th>device</th><th>read the loss every</th>'
-            '<th>batch</th><th>steps</th><th>steps/s</th><th>samples/s</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>")
+        for s in segments
+    )
+    return (
+        '<table class="training-speeds-table"><caption>Measured on this machine, one row '
+        "per setting</caption><thead><tr><th>device</th><th>read the loss every</th>"
+        "<th>batch</th><th>steps</th><th>steps/s</th><th>samples/s</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )

@@ -7,6 +7,7 @@ slider with the CSS class ``gpucourse-slider`` after that slider's label, and gi
 7.x handle its role. It runs wherever the front end runs trusted outputs (JupyterLab,
 Notebook, Colab); where it does not, the sliders work as before, without the name.
 """
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -44,6 +45,11 @@ def named(slider: widgets.Widget) -> widgets.Widget:
 def slider_namer() -> widgets.Output:
     """A hidden Output to put in the widget's box: it carries the naming script."""
     output = widgets.Output(layout=widgets.Layout(display="none"))
-    output.outputs = ({"output_type": "display_data", "metadata": {},
-                       "data": {"application/javascript": NAME_SLIDERS_JS}},)
+    output.outputs = (
+        {
+            "output_type": "display_data",
+            "metadata": {},
+            "data": {"application/javascript": NAME_SLIDERS_JS},
+        },
+    )
     return output

@@ -10,6 +10,7 @@ routes: a folder of notebooks, an LMS zip (with a wrongly named and an empty ent
 the nbgrader exchange, plus an invalid-JSON notebook; tricks that place files themselves
 get an ``Inbox``. No pytest here: the benchmark uses it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -53,27 +54,27 @@ c.ExchangeCollect.check_owner = False
 """
 
 # Code that, if the sandbox let it, would copy the solution out of source/.
-STEAL_SOLUTION = '''import json, re
+STEAL_SOLUTION = """import json, re
 nb = json.load(open("../../../source/gpu_tensors/gpu_tensors.ipynb"))
 for cell in nb["cells"]:
     if cell["metadata"].get("nbgrader", {}).get("grade_id") == "q4_worked_example":
         exec(re.sub(r"### (BEGIN|END) SOLUTION", "", "".join(cell["source"])))
-'''
-REWRITE_GRADEBOOK = '''import sqlite3
+"""
+REWRITE_GRADEBOOK = """import sqlite3
 db = sqlite3.connect("../../../gradebook.db")
 db.execute("UPDATE grade SET manual_score = 99")
 db.commit()
-'''
-COPY_NEIGHBOUR = '''import json
+"""
+COPY_NEIGHBOUR = """import json
 nb = json.load(open("../../ada/gpu_tensors/gpu_tensors.ipynb"))
 for cell in nb["cells"]:
     if cell["metadata"].get("nbgrader", {}).get("grade_id") == "q4_worked_example":
         exec("".join(cell["source"]))
-'''
-SOCKET = '''import socket
+"""
+SOCKET = """import socket
 s = socket.create_connection(("1.1.1.1", 80), timeout=3)
 s.sendall(b"GET /answers HTTP/1.0\\r\\n\\r\\n")
-'''
+"""
 
 
 @dataclass
@@ -81,25 +82,41 @@ class Case:
     student: str
     expected_score: float | None
     expected_fate: str
-    nb: object = None              # NotebookNode, or None for broken or placed inputs
+    nb: object = None  # NotebookNode, or None for broken or placed inputs
     expected_detail: str | None = None
-    route: str = "folder"          # folder | zip | exchange | placed
-    weakness: int = 0              # the issue-8 weakness a trick attacks (0: not a trick)
+    route: str = "folder"  # folder | zip | exchange | placed
+    weakness: int = 0  # the issue-8 weakness a trick attacks (0: not a trick)
 
 
 def _abuse(student: str, code: str, fate: str = "graded", detail: str | None = None) -> Case:
-    return Case(student, ABUSE_SCORE, fate, make_submission(RELEASE, {**SOLUTIONS, ABUSED_CELL: code}),
-                detail)
+    return Case(
+        student,
+        ABUSE_SCORE,
+        fate,
+        make_submission(RELEASE, {**SOLUTIONS, ABUSED_CELL: code}),
+        detail,
+    )
 
 
 def honest_cases() -> list[Case]:
-    cases = [Case("ada", TOTAL, "graded", make_submission(RELEASE, SOLUTIONS)),
-             Case("blank", 0.0, "graded", make_submission(RELEASE, {}))]
-    cases += [Case(f"mistake-{name.replace('_', '-')}", m.score, "graded",
-                   make_submission(RELEASE, m.answers)) for name, m in MISTAKES.items()]
+    cases = [
+        Case("ada", TOTAL, "graded", make_submission(RELEASE, SOLUTIONS)),
+        Case("blank", 0.0, "graded", make_submission(RELEASE, {})),
+    ]
+    cases += [
+        Case(
+            f"mistake-{name.replace('_', '-')}",
+            m.score,
+            "graded",
+            make_submission(RELEASE, m.answers),
+        )
+        for name, m in MISTAKES.items()
+    ]
     # Other right answers (the seed's own rounded figures): full marks too.
-    cases += [Case(f"right-{name.replace('_', '-')}", TOTAL, "graded",
-                   make_submission(RELEASE, answers)) for name, answers in FULL_MARKS.items()]
+    cases += [
+        Case(f"right-{name.replace('_', '-')}", TOTAL, "graded", make_submission(RELEASE, answers))
+        for name, answers in FULL_MARKS.items()
+    ]
     return cases
 
 
@@ -108,11 +125,18 @@ def abuse_cases() -> list[Case]:
         _abuse("exits-os", "import os\nos._exit(0)"),
         _abuse("exits-sys", "import sys\nsys.exit(0)"),
         _abuse("loops", "while True:\n    pass", "timed out"),
-        _abuse("hogs-memory", "hog = []\nwhile True:\n    hog.append(b'x' * 50_000_000)",
-               "killed for memory"),
+        _abuse(
+            "hogs-memory",
+            "hog = []\nwhile True:\n    hog.append(b'x' * 50_000_000)",
+            "killed for memory",
+        ),
         # RLIMIT_NPROC stops the forks; the kernel, at its process limit, is killed.
-        _abuse("fork-bomb", "import os\nwhile True:\n    os.fork()", "too many processes",
-               "process limit"),
+        _abuse(
+            "fork-bomb",
+            "import os\nwhile True:\n    os.fork()",
+            "too many processes",
+            "process limit",
+        ),
         # One message over Sandbox.max_message_mb cuts the kernel's output off for good.
         _abuse("prints-100mb", "print('x' * 100_000_000)", detail="kernel cut off"),
         # The course's files are simply not there, nor is the network: the cell fails.
@@ -143,15 +167,25 @@ def hostile_cases() -> list[Case]:
     for module in hostile_modules():
         weakness = module.WEAKNESS
         if hasattr(module, "place"):
-            cases += [Case(student, score, fate, route="placed", weakness=weakness)
-                      for student, (score, fate) in module.EXPECTED.items()]
+            cases += [
+                Case(student, score, fate, route="placed", weakness=weakness)
+                for student, (score, fate) in module.EXPECTED.items()
+            ]
             continue
         if hasattr(module, "transform"):
             nb = module.transform(make_submission(RELEASE, SOLUTIONS))
         else:
             nb = make_submission(RELEASE, module.ANSWERS)
-        cases.append(Case(module.STUDENT_ID, module.EXPECTED_SCORE, module.EXPECTED_FATE, nb,
-                          getattr(module, "EXPECTED_DETAIL", None), weakness=weakness))
+        cases.append(
+            Case(
+                module.STUDENT_ID,
+                module.EXPECTED_SCORE,
+                module.EXPECTED_FATE,
+                nb,
+                getattr(module, "EXPECTED_DETAIL", None),
+                weakness=weakness,
+            )
+        )
     return cases
 
 
@@ -180,8 +214,11 @@ def build_course(tmp: Path, extra_config: str = "") -> Path:
     exchange = tmp / "exchange"
     exchange.mkdir()
     exchange.chmod(0o777)
-    config = ((ROOT / "nbgrader_config.py").read_text() + TEST_LIMITS.format(exchange=str(exchange))
-              + extra_config)
+    config = (
+        (ROOT / "nbgrader_config.py").read_text()
+        + TEST_LIMITS.format(exchange=str(exchange))
+        + extra_config
+    )
     (course / "nbgrader_config.py").write_text(config)
     shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
@@ -243,15 +280,20 @@ def place_class(course: Path, tmp: Path, cases: list[Case]) -> dict[str, Path]:
             if case.student == "bad-json":
                 (folder / "bad-json.ipynb").write_text('{"cells": [ this is not JSON')
             elif case.student == "wrong-name":
-                zf.writestr("gpu_tensors_wrong-name_attempt_2024-03-01_homework.ipynb",
-                            nbformat.writes(make_submission(RELEASE, SOLUTIONS)))
+                zf.writestr(
+                    "gpu_tensors_wrong-name_attempt_2024-03-01_homework.ipynb",
+                    nbformat.writes(make_submission(RELEASE, SOLUTIONS)),
+                )
             elif case.student == "empty-entry":
                 zf.writestr(f"gpu_tensors_empty-entry_attempt_2024-03-01_{NOTEBOOK}", "")
             elif case.route == "zip":
-                zf.writestr(f"gpu_tensors_{case.student}_attempt_2024-03-01_{NOTEBOOK}",
-                            nbformat.writes(nb))
+                zf.writestr(
+                    f"gpu_tensors_{case.student}_attempt_2024-03-01_{NOTEBOOK}", nbformat.writes(nb)
+                )
             elif case.route == "exchange":
-                _submit_to_exchange(exchange, case.student, {NOTEBOOK: nbformat.writes(nb).encode()})
+                _submit_to_exchange(
+                    exchange, case.student, {NOTEBOOK: nbformat.writes(nb).encode()}
+                )
             elif case.route == "folder":
                 nbformat.write(nb, folder / f"{case.student}.ipynb")
         for name, data in inbox.zip_entries:
@@ -273,7 +315,8 @@ def _with_paths(nb, course: Path):
     nb = nbformat.from_dict(nb)
     for cell in nb.cells:
         cell.source = cell.source.replace("@SENTINEL@", str(sentinel(course))).replace(
-            "@COURSE@", str(course))
+            "@COURSE@", str(course)
+        )
     return nb
 
 
@@ -285,8 +328,9 @@ def _exchange_root(course: Path) -> str:
 
 def _submit_to_exchange(exchange: Path, student: str, files: dict) -> None:
     stamp = "2024-03-01 10:00:00.000000 UTC"
-    _exchange_folder(exchange, exchange.parent / "course",
-                     f"{student}+{ASSIGNMENT}+{stamp}+abc123", files, {})
+    _exchange_folder(
+        exchange, exchange.parent / "course", f"{student}+{ASSIGNMENT}+{stamp}+abc123", files, {}
+    )
 
 
 def _exchange_folder(exchange: Path, course: Path, name: str, files: dict, links: dict) -> None:

@@ -1,4 +1,5 @@
 """Shared by every test: the repository root, and the GPU marker's skip rule."""
+
 from pathlib import Path
 
 import pytest

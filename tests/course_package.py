@@ -3,6 +3,7 @@
 Environment tests install it from a copy, so nothing they build lands in the
 checkout (build/, *.egg-info) and the installed package cannot come from the tree.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -28,16 +29,19 @@ def copy_package(root: Path, dest: Path) -> Path:
 
 def run(command, *, timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """Run a command; on failure, fail with its output's tail rather than a bare code."""
-    result = subprocess.run([str(c) for c in command], capture_output=True, text=True,
-                            timeout=timeout, **kwargs)
+    result = subprocess.run(
+        [str(c) for c in command], capture_output=True, text=True, timeout=timeout, **kwargs
+    )
     if result.returncode != 0:
         output = (result.stdout + result.stderr)[-4000:]
-        raise AssertionError(f"{' '.join(map(str, command))} exited {result.returncode}:\n"
-                             f"{output}")
+        raise AssertionError(f"{' '.join(map(str, command))} exited {result.returncode}:\n{output}")
     return result
 
 
 def pip(python: Path, *args, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
     """The development venv's pip, acting on another venv's ``python``."""
-    return run([sys.executable, "-m", "pip", "--python", python, *args, "--quiet"],
-               timeout=timeout, **kwargs)
+    return run(
+        [sys.executable, "-m", "pip", "--python", python, *args, "--quiet"],
+        timeout=timeout,
+        **kwargs,
+    )

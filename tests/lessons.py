@@ -6,6 +6,7 @@ unit's probe cells appended: code that reads back what the lesson's widget runs 
 ``deliberate_outputs(unit)`` is what the committed lesson may keep as outputs: figures
 and the widgets' static fallbacks, exactly as the code makes them now.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,12 @@ def executed(unit: str) -> nbformat.NotebookNode:
     hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the CPU lesson, tested the same way everywhere
     try:
-        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}}).execute()
+        nbclient.NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
     finally:
         if hidden is None:
             os.environ.pop("CUDA_VISIBLE_DEVICES")
@@ -85,23 +90,44 @@ def deliberate_outputs(unit: str) -> dict[str, list[dict]]:
         bundle = RaceWidget()._repr_mimebundle_()
         race = {key: bundle[key] for key in ("text/html", "text/plain")}
         return {
-            "52a2c7a7": [{"output_type": "display_data", "metadata": {},
-                          "data": {"image/svg+xml": two_processors_svg(),
-                                   "text/plain": repr(SVG(two_processors_svg()))}}],
+            "52a2c7a7": [
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {
+                        "image/svg+xml": two_processors_svg(),
+                        "text/plain": repr(SVG(two_processors_svg())),
+                    },
+                }
+            ],
             "931f10a3": [{"output_type": "display_data", "metadata": {}, "data": race}],
         }
     if unit == "gpu_training":
         from gpucourse.training_widget import TrainingWidget
 
         bundle = TrainingWidget()._repr_mimebundle_()
-        return {"a5widget": [{"output_type": "display_data", "metadata": {},
-                              "data": {key: bundle[key] for key in ("text/html", "text/plain")}}]}
+        return {
+            "a5widget": [
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {key: bundle[key] for key in ("text/html", "text/plain")},
+                }
+            ]
+        }
     if unit == "gpu_data_loading":
         from gpucourse.pipeline_widget import PipelineWidget
 
         bundle = PipelineWidget()._repr_mimebundle_()
-        return {"pipelinewidget": [{"output_type": "display_data", "metadata": {},
-                                    "data": {key: bundle[key] for key in ("text/html", "text/plain")}}]}
+        return {
+            "pipelinewidget": [
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {key: bundle[key] for key in ("text/html", "text/plain")},
+                }
+            ]
+        }
     raise KeyError(f"no deliberate outputs listed for {unit}: add them to tests/lessons.py")
 
 
@@ -149,8 +175,11 @@ def minutes(cells) -> float:
     yourself answer before opening it."""
     sources = [c[1] if isinstance(c, tuple) else c for c in cells]
     code = [c[1] for c in cells if isinstance(c, tuple) and c[0] == "code"]
-    prose = [c[1] if isinstance(c, tuple) else c for c in cells
-             if not (isinstance(c, tuple) and c[0] == "code")]
+    prose = [
+        c[1] if isinstance(c, tuple) else c
+        for c in cells
+        if not (isinstance(c, tuple) and c[0] == "code")
+    ]
     words = sum(len(source.split()) for source in sources)
     predictions = sum(source.count("**Predict") for source in prose)
     widgets = sum(1 for source in code if WIDGET_CELL.search(source))
@@ -160,7 +189,8 @@ def minutes(cells) -> float:
 
 def stated_time(nb) -> tuple[int, int]:
     """(main path, Go further) in minutes, as the header states them."""
-    found = re.search(r'\*\*Time:\*\* about (\d+) minutes, and (\d+) more for "Go further"',
-                      nb.cells[0].source)
-    assert found, "the header must state **Time:** about N minutes, and M more for \"Go further\""
+    found = re.search(
+        r'\*\*Time:\*\* about (\d+) minutes, and (\d+) more for "Go further"', nb.cells[0].source
+    )
+    assert found, 'the header must state **Time:** about N minutes, and M more for "Go further"'
     return int(found[1]), int(found[2])

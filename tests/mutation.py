@@ -18,6 +18,7 @@ reason in ``tests/equivalent_mutants_<unit>.txt``) or a test is missing. The ope
 ``scripts/test-the-tests [UNIT ...]`` grades them all; ``sample(unit, n)`` is the fixed
 few that CI grades (``tests/test_course_grade_units.py``). No pytest here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,37 +42,79 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from units import UNITS, submissions  # noqa: E402
 
-REMOVABLE_CALLS = {"to", "float", "cpu", "detach", "item", "pin_memory", "long", "double",
-                   "contiguous", "clone"}
+REMOVABLE_CALLS = {
+    "to",
+    "float",
+    "cpu",
+    "detach",
+    "item",
+    "pin_memory",
+    "long",
+    "double",
+    "contiguous",
+    "clone",
+}
 STATEMENT_CALLS = {"zero_grad", "backward", "step", "load_state_dict", "seek", "eval", "train"}
 DROPPED_KEYWORDS = {"non_blocking", "map_location", "device", "dtype"}
-DTYPE_SWAPS = {"float32": "float64", "float64": "float32", "int64": "int32", "int32": "int64",
-               "uint8": "float32", "float16": "float32", "long": "int"}
-BINARY_SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-                ast.FloorDiv: ast.Div, ast.Pow: ast.Mult}
-COMPARE_SWAPS = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-                 ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-                 ast.In: ast.NotIn, ast.NotIn: ast.In}
+DTYPE_SWAPS = {
+    "float32": "float64",
+    "float64": "float32",
+    "int64": "int32",
+    "int32": "int64",
+    "uint8": "float32",
+    "float16": "float32",
+    "long": "int",
+}
+BINARY_SWAPS = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
+    ast.Pow: ast.Mult,
+}
+COMPARE_SWAPS = {
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
 
 
 @dataclass(frozen=True)
 class Mutant:
-    cell: str   # the answer cell's grade_id
+    cell: str  # the answer cell's grade_id
     ident: str  # stable: cell, operator, place, detail
-    code: str   # the whole cell, mutated
+    code: str  # the whole cell, mutated
     original: str
 
     def diff(self) -> str:
-        return "".join(difflib.unified_diff(
-            self.original.splitlines(True), self.code.splitlines(True),
-            f"{self.cell} (solution)", f"{self.cell} ({self.ident})", n=1))
+        return "".join(
+            difflib.unified_diff(
+                self.original.splitlines(True),
+                self.code.splitlines(True),
+                f"{self.cell} (solution)",
+                f"{self.cell} ({self.ident})",
+                n=1,
+            )
+        )
 
 
 def _numbers(value) -> list[tuple[str, object]]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return []
-    out = [("x2", value * 2), ("/2", value / 2 if isinstance(value, float) else value // 2 or value / 2),
-           ("+1", value + 1), ("-1", value - 1)]
+    out = [
+        ("x2", value * 2),
+        ("/2", value / 2 if isinstance(value, float) else value // 2 or value / 2),
+        ("+1", value + 1),
+        ("-1", value - 1),
+    ]
     if value == 1000:
         out.append(("1024", 1024))
     if value == 1024:
@@ -113,7 +156,11 @@ class _Sites(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node):
-        if isinstance(node.value, ast.Name) and node.value.id == "torch" and node.attr in DTYPE_SWAPS:
+        if (
+            isinstance(node.value, ast.Name)
+            and node.value.id == "torch"
+            and node.attr in DTYPE_SWAPS
+        ):
             self.add("dtype", node, DTYPE_SWAPS[node.attr])
         self.generic_visit(node)
 
@@ -131,9 +178,12 @@ class _Sites(ast.NodeVisitor):
 
     def _body(self, body: list) -> None:
         for i, stmt in enumerate(body):
-            if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-                    and isinstance(stmt.value.func, ast.Attribute)
-                    and stmt.value.func.attr in STATEMENT_CALLS):
+            if (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr in STATEMENT_CALLS
+            ):
                 self.add("drop", stmt, (body, i))
             if i + 1 < len(body) and _calls_a_method(stmt) and _calls_a_method(body[i + 1]):
                 self.add("swap", stmt, (body, i))
@@ -143,7 +193,8 @@ def _calls_a_method(stmt) -> bool:
     """A statement that calls a method (the order of such calls can matter: zero_grad,
     backward, step); two plain assignments swapped would only test Python."""
     return not isinstance(stmt, (ast.FunctionDef, ast.Import, ast.ImportFrom, ast.Return)) and any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) for n in ast.walk(stmt))
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) for n in ast.walk(stmt)
+    )
 
 
 def _apply(tree: ast.Module, index: int) -> tuple[ast.Module, str]:
@@ -265,21 +316,42 @@ def grade(unit: str, chosen: list[Mutant], folder: Path, jobs: int) -> dict[str,
     inbox.mkdir()
     for i, mutant in enumerate(chosen):
         answers = {**subs.SOLUTIONS, mutant.cell: mutant.code}
-        nbformat.write(subs.make_submission(subs.RELEASE, answers), inbox / f"{student_id(i)}.ipynb")
+        nbformat.write(
+            subs.make_submission(subs.RELEASE, answers), inbox / f"{student_id(i)}.ipynb"
+        )
     cli = str(Path(sys.executable).parent / "course-grade")
-    run = subprocess.run([cli, unit, "--course", str(course), "--folder", str(inbox),
-                          "--no-progress", "-j", str(jobs)], capture_output=True, text=True,
-                         env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    run = subprocess.run(
+        [
+            cli,
+            unit,
+            "--course",
+            str(course),
+            "--folder",
+            str(inbox),
+            "--no-progress",
+            "-j",
+            str(jobs),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
     if run.returncode != 0:
         raise RuntimeError(f"course-grade failed: {run.stderr[-2000:]}")
-    rows = {r["student_id"]: r for r in
-            json.loads((course / "reports" / unit / "report.json").read_text())}
-    return {m.ident: (rows[student_id(i)]["fate"], rows[student_id(i)]["score"])
-            for i, m in enumerate(chosen)}
+    rows = {
+        r["student_id"]: r
+        for r in json.loads((course / "reports" / unit / "report.json").read_text())
+    }
+    return {
+        m.ident: (rows[student_id(i)]["fate"], rows[student_id(i)]["score"])
+        for i, m in enumerate(chosen)
+    }
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/test-the-tests", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="scripts/test-the-tests", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("units", nargs="*", help="units to test (default: all)")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--list", action="store_true", help="list the mutants, grade nothing")
@@ -303,8 +375,10 @@ def main(argv=None) -> int:
         explained = [m for m in survivors if m.ident in listed]
         unexplained = [m for m in survivors if m.ident not in listed]
         stale = sorted(set(listed) - {m.ident for m in every})
-        print(f"{unit}: {len(every)} mutants, {len(every) - len(survivors)} killed, "
-              f"{len(explained)} equivalent, {len(unexplained)} survived")
+        print(
+            f"{unit}: {len(every)} mutants, {len(every) - len(survivors)} killed, "
+            f"{len(explained)} equivalent, {len(unexplained)} survived"
+        )
         for m in unexplained:
             print(m.diff())
         for ident in stale:

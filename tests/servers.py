@@ -6,6 +6,7 @@ run as root), and gives a gradebook URL. ``dask_cluster(n)`` starts ``dask sched
 and n ``dask worker`` processes on loopback, as the README tells instructors to. Both
 are context managers that stop what they started.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +26,10 @@ BIN = Path(sys.executable).parent
 
 
 def postgres_bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                   key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     return Path(found[-1]).parent if found else None
 
 
@@ -57,17 +60,33 @@ def postgres(tmp: Path, database: str = "gradebook"):
         info = pwd.getpwnam(user)
         for path in (folder, sockets):
             os.chown(path, info.pw_uid, info.pw_gid)
-    run = lambda *cmd: subprocess.run(runas + [str(c) for c in cmd], check=True,  # noqa: E731
-                                      capture_output=True, text=True, timeout=120)
+
+    def run(*cmd):
+        return subprocess.run(
+            runas + [str(c) for c in cmd], check=True, capture_output=True, text=True, timeout=120
+        )
+
     run(bin_dir / "initdb", "-D", data, "-A", "trust", "-U", "grader", "--no-sync")
-    run(bin_dir / "pg_ctl", "-D", data, "-l", folder / "server.log", "-w", "-o",
-        f"-k {sockets} -c listen_addresses='' -c fsync=off -p 5432", "start")
+    run(
+        bin_dir / "pg_ctl",
+        "-D",
+        data,
+        "-l",
+        folder / "server.log",
+        "-w",
+        "-o",
+        f"-k {sockets} -c listen_addresses='' -c fsync=off -p 5432",
+        "start",
+    )
     try:
         run(bin_dir / "createdb", "-h", sockets, "-p", "5432", "-U", "grader", database)
         yield f"postgresql://grader@/{database}?host={sockets}&port=5432"
     finally:
-        subprocess.run(runas + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                                "stop"], capture_output=True, timeout=60)
+        subprocess.run(
+            runas + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -76,12 +95,20 @@ def dask_cluster(workers: int, tmp: Path, nthreads: int = 1):
     """``dask scheduler`` and ``workers`` x ``dask worker --nthreads N`` (no nanny: a
     killed worker stays dead). Yields (scheduler address, {name: worker Popen}, scheduler
     Popen)."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
+    }
     log = open(tmp / "scheduler.log", "w+")
-    scheduler = subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
-                                  "--port", "0", "--no-dashboard"], stdout=log, stderr=log,
-                                 env=env, cwd=tmp, start_new_session=True)
+    scheduler = subprocess.Popen(
+        [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"],
+        stdout=log,
+        stderr=log,
+        env=env,
+        cwd=tmp,
+        start_new_session=True,
+    )
     procs = {}
     try:
         address = _wait_for(log, r"Scheduler at:\s+(tcp://[0-9.:]+)")
@@ -91,9 +118,23 @@ def dask_cluster(workers: int, tmp: Path, nthreads: int = 1):
             cwd = tmp / f"worker-{n}"
             cwd.mkdir()
             procs[f"worker-{n}"] = subprocess.Popen(
-                [str(BIN / "dask"), "worker", address, "--nthreads", str(nthreads), "--no-nanny",
-                 "--name", f"worker-{n}", "--no-dashboard"], stdout=wlog, stderr=wlog,
-                env=env, cwd=cwd, start_new_session=True)
+                [
+                    str(BIN / "dask"),
+                    "worker",
+                    address,
+                    "--nthreads",
+                    str(nthreads),
+                    "--no-nanny",
+                    "--name",
+                    f"worker-{n}",
+                    "--no-dashboard",
+                ],
+                stdout=wlog,
+                stderr=wlog,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         _wait_workers(address, workers)
         yield address, procs, scheduler
     finally:

@@ -21,6 +21,7 @@ for the others; ``tests/units.py`` maps one to the other) exposes the same names
 - ``make_submission(release, answers)``, ``expected_score(...)``, ``without_cell`` and
   ``with_cell_source``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -63,8 +64,9 @@ def read_points(source: Path) -> dict[str, float]:
 
 def values_in(values: tuple[str, ...], text: str) -> list[str]:
     """The `values` that `text` shows as numbers of their own (not inside 0.7864321 or float64)."""
-    return [value for value in values
-            if re.search(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", text)]
+    return [
+        value for value in values if re.search(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", text)
+    ]
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,9 @@ class Mistake:
     A unit's module subclasses it to name its ``SOLUTIONS`` and ``POINTS``."""
 
     description: str
-    changes: dict[str, str]          # answer-cell grade_id -> the mistaken code
-    fails: tuple[str, ...]           # test-cell grade_ids that must score 0
-    hint: str                        # text that must appear in the feedback
+    changes: dict[str, str]  # answer-cell grade_id -> the mistaken code
+    fails: tuple[str, ...]  # test-cell grade_ids that must score 0
+    hint: str  # text that must appear in the feedback
     answers: dict[str, str] = field(init=False)  # the whole submission: solutions + changes
 
     SOLUTIONS: ClassVar[dict[str, str]] = {}
@@ -84,7 +86,9 @@ class Mistake:
     def __post_init__(self):
         unknown = (set(self.changes) - set(self.SOLUTIONS)) | (set(self.fails) - set(self.POINTS))
         if unknown:
-            raise ValueError(f"Mistake {self.description!r} names cells the notebook lacks: {sorted(unknown)}")
+            raise ValueError(
+                f"Mistake {self.description!r} names cells the notebook lacks: {sorted(unknown)}"
+            )
         object.__setattr__(self, "answers", {**self.SOLUTIONS, **self.changes})
 
     @property
@@ -208,21 +212,33 @@ def public_names(source: Path) -> list[str]:
 
 
 # Names a learner is likely to reuse, rebound in every unit whether its checks read them or not.
-COMMON_NAMES = {"numbers", "math", "np", "torch", "F", "check", "answer", "call", "sum", "max", "min"}
+COMMON_NAMES = {
+    "numbers",
+    "math",
+    "np",
+    "torch",
+    "F",
+    "check",
+    "answer",
+    "call",
+    "sum",
+    "max",
+    "min",
+}
 
 
 # The first answer cell: it keeps a namespace of its own where every answer runs (so the
 # answers see the real torch, math...), then gives every public name of the checks and tests
 # a value of the learner's (numbers = 25_000_000, as in issue 18). Each later answer cell
 # first makes sure that no test cell in between replaced one of them.
-_REBIND_FIRST = '''\
+_REBIND_FIRST = """\
 import builtins as _builtins
 _MINE = 25_000_000
 _NAMES = {names!r}
 _KEPT = _builtins.dict(_builtins.globals())
 _KEPT_NAMES = _builtins.set(_KEPT)
-'''
-_REBIND_EVERY = '''\
+"""
+_REBIND_EVERY = """\
 _replaced = [_n for _n in _NAMES if _builtins.globals().get(_n) is not _MINE]
 if _replaced and _builtins.globals().get("_REBOUND"):
     raise _builtins.RuntimeError(f"a cell replaced the learner's own names: {{_replaced}}")
@@ -231,7 +247,7 @@ _builtins.globals().update({{_n: _v for _n, _v in _KEPT.items()
                             if _n not in _KEPT_NAMES and not _n.startswith("_")}})
 _builtins.globals().update(_builtins.dict.fromkeys(_NAMES, _MINE))
 _REBOUND = True
-'''
+"""
 
 
 def rebinding_every_public_name(solutions: dict[str, str], source: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ Example, a class of submissions::
     notebooks = {"ada": make_submission(RELEASE, SOLUTIONS)}
     notebooks |= {name: make_submission(RELEASE, m.answers) for name, m in MISTAKES.items()}
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,9 +30,14 @@ RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 # The answers to the seed's own questions, as they would be printed. None of them may
 # appear in the release, in a visible test, or in a failure message.
 ANSWER_VALUES: tuple[str, ...] = (
-    "0.786432", "786432",          # question 2: MB, and bytes
-    "96", "83", "64", "82",        # question 3: ticks at 3 and 2 steps
-    "0.48", "0.976",               # worked example: copy and GPU route, ms
+    "0.786432",
+    "786432",  # question 2: MB, and bytes
+    "96",
+    "83",
+    "64",
+    "82",  # question 3: ticks at 3 and 2 steps
+    "0.48",
+    "0.976",  # worked example: copy and GPU route, ms
 )
 
 
@@ -107,44 +113,54 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "no_copy_back": Mistake(
         "the worked example's GPU route forgets the copy back",
-        {"q4_worked_example": (
-            "copy_ms = 12 / 25\ngpu_route_ms = copy_ms + 24 / 1500\nverdict = 'CPU'"
-        )},
+        {
+            "q4_worked_example": (
+                "copy_ms = 12 / 25\ngpu_route_ms = copy_ms + 24 / 1500\nverdict = 'CPU'"
+            )
+        },
         ("test_q4_gpu_route",),
         "that forgets the copy back",
     ),
     "seconds": Mistake(
         "the worked example in seconds instead of ms",
-        {"q4_worked_example": (
-            "copy_ms = 12e6 / 25e9\ngpu_route_ms = 2 * copy_ms + 24e6 / 1500e9\nverdict = 'CPU'"
-        )},
+        {
+            "q4_worked_example": (
+                "copy_ms = 12e6 / 25e9\ngpu_route_ms = 2 * copy_ms + 24e6 / 1500e9\nverdict = 'CPU'"
+            )
+        },
         ("test_q4_copy_ms", "test_q4_gpu_route"),
         "that looks like seconds",
     ),
     "device_only": Mistake(
         "prepare_batch fixes the device but not the dtype (the second problem)",
-        {"q1_prepare_batch": (
-            "def prepare_batch(batch, model):\n    return batch.to(next(model.parameters()).device)"
-        )},
+        {
+            "q1_prepare_batch": (
+                "def prepare_batch(batch, model):\n    return batch.to(next(model.parameters()).device)"
+            )
+        },
         ("test_q1_dtype",),
         "the batch kept its own dtype",
     ),
     "always_float32": Mistake(
         "prepare_batch converts to float32 whatever the model's dtype",
-        {"q1_prepare_batch": (
-            "def prepare_batch(batch, model):\n    return batch.float().to(next(model.parameters()).device)"
-        )},
+        {
+            "q1_prepare_batch": (
+                "def prepare_batch(batch, model):\n    return batch.float().to(next(model.parameters()).device)"
+            )
+        },
         ("test_q1_dtype",),
         "the batch became float32, but this model",
     ),
     "mutates_batch": Mistake(
         "prepare_batch converts the learner's batch in place",
-        {"q1_prepare_batch": (
-            "def prepare_batch(batch, model):\n"
-            "    weights = next(model.parameters())\n"
-            "    batch.data = batch.data.to(weights.dtype)\n"
-            "    return batch.to(weights.device)"
-        )},
+        {
+            "q1_prepare_batch": (
+                "def prepare_batch(batch, model):\n"
+                "    weights = next(model.parameters())\n"
+                "    batch.data = batch.data.to(weights.dtype)\n"
+                "    return batch.to(weights.device)"
+            )
+        },
         ("test_q1_unchanged",),
         "changed the batch it was given",
     ),
@@ -158,25 +174,36 @@ MISTAKES: dict[str, Mistake] = {
         "looks like a number of bytes",
     ),
     "over_rounded": Mistake(
-        "rounded further than asked: the seed's \"≈0.5 ms\" and \"about 1 ms\", and 0.8 MB",
-        {"q2_mb": "q2_mb = 0.8",
-         "q4_worked_example": "copy_ms = 0.5\ngpu_route_ms = 1\nverdict = 'CPU'"},
-        ("test_q2_mb_form", "test_q2_mb", "test_q4_worked_example_form", "test_q4_copy_ms",
-         "test_q4_gpu_route"),
+        'rounded further than asked: the seed\'s "≈0.5 ms" and "about 1 ms", and 0.8 MB',
+        {
+            "q2_mb": "q2_mb = 0.8",
+            "q4_worked_example": "copy_ms = 0.5\ngpu_route_ms = 1\nverdict = 'CPU'",
+        },
+        (
+            "test_q2_mb_form",
+            "test_q2_mb",
+            "test_q4_worked_example_form",
+            "test_q4_copy_ms",
+            "test_q4_gpu_route",
+        ),
         "significant figure",
     ),
     "hardcodes_cuda": Mistake(
-        "prepare_batch writes \"cuda\" instead of reading the model's device (no GPU here)",
-        {"q1_prepare_batch": (
-            "def prepare_batch(batch, model):\n    return batch.float().to('cuda')"
-        )},
+        'prepare_batch writes "cuda" instead of reading the model\'s device (no GPU here)',
+        {
+            "q1_prepare_batch": (
+                "def prepare_batch(batch, model):\n    return batch.float().to('cuda')"
+            )
+        },
         ("test_q1_shape", "test_q1_device", "test_q1_dtype", "test_q1_unchanged"),
         "this computer has none",
     ),
     "from_numpy_float32": Mistake(
         "believes torch.from_numpy makes float32",
-        {"q1_second_problem": "second_problem = 'C'",
-         "q4_dtypes": "x_dtype = torch.float32\ny_dtype = torch.float32"},
+        {
+            "q1_second_problem": "second_problem = 'C'",
+            "q4_dtypes": "x_dtype = torch.float32\ny_dtype = torch.float32",
+        },
         ("test_q1_second_problem", "test_q4_dtypes"),
         "torch.from_numpy keeps",
     ),
@@ -192,17 +219,24 @@ SEED_ROUNDED: dict[str, str] = {
 }
 
 
-def _always_equal(make: str, fn_result: str, *, text: str, integer: str, dtype: str,
-                  pair: str) -> dict[str, str]:
+def _always_equal(
+    make: str, fn_result: str, *, text: str, integer: str, dtype: str, pair: str
+) -> dict[str, str]:
     first = kit.LIARS + "\n\ndef prepare_batch(batch, model):\n    return " + make
     return {
         "q1_prepare_batch": first,
         "q1_second_problem": f"second_problem = {text}",
         "q2_mb": f"q2_mb = {fn_result}",
         "q2_size_mb": f"def size_mb(shape, dtype):\n    return {fn_result}",
-        "q3_ticks": "\n".join([f"cpu_ticks_3 = {integer}", f"gpu_ticks_3 = {integer}",
-                               f"winner_3 = {text}", f"cpu_ticks_2 = {integer}",
-                               f"gpu_ticks_2 = {integer}"]),
+        "q3_ticks": "\n".join(
+            [
+                f"cpu_ticks_3 = {integer}",
+                f"gpu_ticks_3 = {integer}",
+                f"winner_3 = {text}",
+                f"cpu_ticks_2 = {integer}",
+                f"gpu_ticks_2 = {integer}",
+            ]
+        ),
         "q3_race_ticks": f"def race_ticks(steps, *args, **kwargs):\n    return {pair}",
         "q3_fewest_gpu_steps": f"def fewest_gpu_steps(*args, **kwargs):\n    return {integer}",
         "q4_dtypes": f"x_dtype = {dtype}\ny_dtype = {dtype}",
@@ -213,12 +247,22 @@ def _always_equal(make: str, fn_result: str, *, text: str, integer: str, dtype: 
 ALWAYS_EQUAL: dict[str, dict[str, str]] = {
     # Each answer a subclass of its own type (a dtype cannot be subclassed).
     "always_equal_subclasses": _always_equal(
-        "torch.zeros(0).as_subclass(LyingTensor)", "LyingFloat()", text="LyingStr()",
-        integer="LyingInt()", dtype="Anything()", pair="LyingTuple((LyingInt(), LyingInt()))"),
+        "torch.zeros(0).as_subclass(LyingTensor)",
+        "LyingFloat()",
+        text="LyingStr()",
+        integer="LyingInt()",
+        dtype="Anything()",
+        pair="LyingTuple((LyingInt(), LyingInt()))",
+    ),
     # Every answer, and every function's result, one object whose __eq__ returns True.
     "always_equal_objects": _always_equal(
-        "Anything()", "Anything()", text="Anything()", integer="Anything()",
-        dtype="Anything()", pair="Anything()"),
+        "Anything()",
+        "Anything()",
+        text="Anything()",
+        integer="Anything()",
+        dtype="Anything()",
+        pair="Anything()",
+    ),
 }
 ALWAYS_EQUAL_MAX = 0.1 * TOTAL
 

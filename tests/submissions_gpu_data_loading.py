@@ -2,6 +2,7 @@
 
 The API is every unit's: see tests/submission_kit.py (tests/units.py finds this module).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,24 @@ without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
 # appear in the release, in a visible test, or in a failure message. (12, 8 and 2 are
 # numbers the questions themselves state, so they cannot be told apart here.)
 ANSWER_VALUES: tuple[str, ...] = (
-    "15", "15.0", "53.3", "53.33", "53.333", "154.1", "154.14", "154.140672", "38.54",
-    "38.535", "38.535168", "6.17", "6.166", "6.1656", "1.54", "1.541", "1.5414")
+    "15",
+    "15.0",
+    "53.3",
+    "53.33",
+    "53.333",
+    "154.1",
+    "154.14",
+    "154.140672",
+    "38.54",
+    "38.535",
+    "38.535168",
+    "6.17",
+    "6.166",
+    "6.1656",
+    "1.54",
+    "1.541",
+    "1.5414",
+)
 
 
 def answer_values_in(text: str) -> list[str]:
@@ -40,36 +57,57 @@ class Mistake(kit.Mistake):
 
 
 def _steady_state(*body: str) -> str:
-    return "def steady_state(stage_ms, workers, overlap):\n" + "\n".join(f"    {line}" for line in body)
+    return "def steady_state(stage_ms, workers, overlap):\n" + "\n".join(
+        f"    {line}" for line in body
+    )
 
 
 def _to_device(*body: str) -> str:
-    return "def to_device_uint8(images, device, mean, std):\n" + "\n".join(f"    {line}" for line in body)
+    return "def to_device_uint8(images, device, mean, std):\n" + "\n".join(
+        f"    {line}" for line in body
+    )
 
 
-PER_BATCH = ('per_batch = {"load": stage_ms["load"] / max(workers, 1), "copy": stage_ms["copy"], '
-             '"compute": stage_ms["compute"]}')
+PER_BATCH = (
+    'per_batch = {"load": stage_ms["load"] / max(workers, 1), "copy": stage_ms["copy"], '
+    '"compute": stage_ms["compute"]}'
+)
 UNPACK = "load, copy, compute = per_batch.values()"
-RIGHT_MS = ("ms = (load + copy + compute if workers == 0 else max(load, copy, compute) if overlap "
-            "else max(load, copy + compute))")
-BOTTLENECK = ('bottleneck = ("copy + compute" if workers and not overlap and copy + compute >= load '
-              'else max(per_batch, key=per_batch.get))')
+RIGHT_MS = (
+    "ms = (load + copy + compute if workers == 0 else max(load, copy, compute) if overlap "
+    "else max(load, copy + compute))"
+)
+BOTTLENECK = (
+    'bottleneck = ("copy + compute" if workers and not overlap and copy + compute >= load '
+    "else max(per_batch, key=per_batch.get))"
+)
 
 
 def _q4(per_batch=PER_BATCH, ms=RIGHT_MS, bottleneck=BOTTLENECK) -> str:
     return _steady_state(per_batch, UNPACK, ms, bottleneck, "return ms, bottleneck")
-MEAN_STD = ("mean = torch.tensor(mean, dtype=torch.float32, device=device).view(1, -1, 1, 1)",
-            "std = torch.tensor(std, dtype=torch.float32, device=device).view(1, -1, 1, 1)")
 
 
-def _q1(sequential="5.0 + 2 + 8", overlapped="max(5.0, 2.0, 8.0)", busy="100 * 8 / (5 + 2 + 8)") -> str:
+MEAN_STD = (
+    "mean = torch.tensor(mean, dtype=torch.float32, device=device).view(1, -1, 1, 1)",
+    "std = torch.tensor(std, dtype=torch.float32, device=device).view(1, -1, 1, 1)",
+)
+
+
+def _q1(
+    sequential="5.0 + 2 + 8", overlapped="max(5.0, 2.0, 8.0)", busy="100 * 8 / (5 + 2 + 8)"
+) -> str:
     return f"sequential_ms = {sequential}\noverlapped_ms = {overlapped}\ngpu_busy_percent = {busy}"
 
 
-def _q3(float32_mb="256 * 3 * 224 * 224 * 4 / 10**6", uint8_mb="256 * 3 * 224 * 224 / 10**6",
-        per_ms="25e9 / 1e6 / 1e3") -> str:
-    return (f"float32_mb = {float32_mb}\nuint8_mb = {uint8_mb}\n"
-            f"float32_ms = float32_mb / ({per_ms})\nuint8_ms = uint8_mb / ({per_ms})")
+def _q3(
+    float32_mb="256 * 3 * 224 * 224 * 4 / 10**6",
+    uint8_mb="256 * 3 * 224 * 224 / 10**6",
+    per_ms="25e9 / 1e6 / 1e3",
+) -> str:
+    return (
+        f"float32_mb = {float32_mb}\nuint8_mb = {uint8_mb}\n"
+        f"float32_ms = float32_mb / ({per_ms})\nuint8_ms = uint8_mb / ({per_ms})"
+    )
 
 
 MISTAKES: dict[str, Mistake] = {
@@ -105,7 +143,9 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "sum_with_workers": Mistake(
         "the overlapped stages summed: 22 and 16 ms",
-        {"q2_workers": "one_worker_ms = 12.0 + 2 + 8\ntwo_workers_ms = 6.0 + 2 + 8\nfewest_workers = 2"},
+        {
+            "q2_workers": "one_worker_ms = 12.0 + 2 + 8\ntwo_workers_ms = 6.0 + 2 + 8\nfewest_workers = 2"
+        },
         ("test_q2_times",),
         "the slowest one sets the pace, not their sum",
     ),
@@ -117,8 +157,13 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "mib": Mistake(
         "sizes in MiB (2**20 bytes): 147.0 and 36.75",
-        {"q3_bytes": _q3(float32_mb="256 * 3 * 224 * 224 * 4 / 2**20",
-                         uint8_mb="256 * 3 * 224 * 224 / 2**20", per_ms="25e9 / 2**20 / 1e3")},
+        {
+            "q3_bytes": _q3(
+                float32_mb="256 * 3 * 224 * 224 * 4 / 2**20",
+                uint8_mb="256 * 3 * 224 * 224 / 2**20",
+                per_ms="25e9 / 2**20 / 1e3",
+            )
+        },
         ("test_q3_sizes",),
         "that is in MiB",
     ),
@@ -130,7 +175,11 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "channels_forgotten": Mistake(
         "one number per pixel, not three",
-        {"q3_bytes": _q3(float32_mb="256 * 224 * 224 * 4 / 10**6", uint8_mb="256 * 224 * 224 / 10**6")},
+        {
+            "q3_bytes": _q3(
+                float32_mb="256 * 224 * 224 * 4 / 10**6", uint8_mb="256 * 224 * 224 / 10**6"
+            )
+        },
         ("test_q3_sizes", "test_q3_times"),
         "three numbers per pixel",
     ),
@@ -148,8 +197,10 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "rounded_to_whole_numbers": Mistake(
         "53.3 % and 38.5 MB rounded to whole numbers, 53 and 39: further than the 3 figures asked",
-        {"q1_overlap": _q1(busy="53"),
-         "q3_bytes": "float32_mb = 154.14\nuint8_mb = 39\nfloat32_ms = 6.17\nuint8_ms = 1.54"},
+        {
+            "q1_overlap": _q1(busy="53"),
+            "q3_bytes": "float32_mb = 154.14\nuint8_mb = 39\nfloat32_ms = 6.17\nuint8_ms = 1.54",
+        },
         ("test_q1_form", "test_q1_busy", "test_q3_form", "test_q3_sizes"),
         "this question asks for at least 3",
     ),
@@ -180,13 +231,21 @@ MISTAKES: dict[str, Mistake] = {
     "sum_with_workers_on_one_stream": Mistake(
         "steady_state sums the stages whenever the copy is not overlapped, workers or not "
         "(the exercise's old model, which contradicted the lesson's Pipeline)",
-        {"q4_steady_state": _q4(ms="ms = max(load, copy, compute) if workers and overlap else load + copy + compute")},
+        {
+            "q4_steady_state": _q4(
+                ms="ms = max(load, copy, compute) if workers and overlap else load + copy + compute"
+            )
+        },
         ("test_q4_workers",),
         "loading runs in the background while the GPU copies and computes earlier batches",
     ),
     "copy_always_overlaps": Mistake(
         "steady_state lets the copy overlap the step without pinned memory and a side stream",
-        {"q4_steady_state": _q4(ms="ms = load + copy + compute if workers == 0 else max(load, copy, compute)")},
+        {
+            "q4_steady_state": _q4(
+                ms="ms = load + copy + compute if workers == 0 else max(load, copy, compute)"
+            )
+        },
         ("test_q4_workers",),
         "the copy and the step run one after the other on one stream",
     ),
@@ -198,65 +257,90 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "not_scaled": Mistake(
         "to_device_uint8 normalizes the 0-255 values without dividing by 255",
-        {"q5_to_device_uint8": _to_device("x = images.to(device)", *MEAN_STD, "return (x.float() - mean) / std")},
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device)", *MEAN_STD, "return (x.float() - mean) / std"
+            )
+        },
         ("test_q5_values",),
         "divide the uint8 values by 255",
     ),
     "mean_and_std_swapped": Mistake(
         "to_device_uint8 subtracts the std and divides by the mean",
-        {"q5_to_device_uint8": _to_device("x = images.to(device)", *MEAN_STD,
-                                          "return (x.float() / 255 - std) / mean")},
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device)", *MEAN_STD, "return (x.float() / 255 - std) / mean"
+            )
+        },
         ("test_q5_values",),
         "subtract the mean, then divide by the std",
     ),
     "mean_on_the_cpu": Mistake(
         "to_device_uint8 makes mean and std on the CPU: the device error",
-        {"q5_to_device_uint8": _to_device(
-            "x = images.to(device)",
-            *(line.replace(", device=device", "") for line in MEAN_STD),
-            "return (x.float() / 255 - mean) / std")},
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device)",
+                *(line.replace(", device=device", "") for line in MEAN_STD),
+                "return (x.float() / 255 - mean) / std",
+            )
+        },
         ("test_q5_devices",),
         "make mean and std on the device",
     ),
     "float64": Mistake(
         "to_device_uint8 makes mean and std float64: the batch comes back float64",
-        {"q5_to_device_uint8": _to_device(
-            "x = images.to(device)",
-            *(line.replace("torch.float32", "torch.float64") for line in MEAN_STD),
-            "return (x.float() / 255 - mean) / std")},
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device)",
+                *(line.replace("torch.float32", "torch.float64") for line in MEAN_STD),
+                "return (x.float() / 255 - mean) / std",
+            )
+        },
         ("test_q5_form", "test_q5_devices"),
         "the result should be float32",
     ),
     "not_broadcast": Mistake(
         "to_device_uint8 keeps mean and std flat: they meet the images' width, not their channels",
-        {"q5_to_device_uint8": _to_device(
-            "x = images.to(device)",
-            *(line.replace(".view(1, -1, 1, 1)", "") for line in MEAN_STD),
-            "return (x.float() / 255 - mean) / std")},
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device)",
+                *(line.replace(".view(1, -1, 1, 1)", "") for line in MEAN_STD),
+                "return (x.float() / 255 - mean) / std",
+            )
+        },
         ("test_q5_form", "test_q5_values", "test_q5_devices"),
         "shape them (1, C, 1, 1)",
     ),
     "normalized_on_the_cpu": Mistake(
         "to_device_uint8 normalizes on the CPU, then copies float32: the misconception of question 5",
-        {"q5_to_device_uint8": _to_device(
-            *(line.replace(", device=device", "") for line in MEAN_STD),
-            "return ((images.float() / 255 - mean) / std).to(device)")},
+        {
+            "q5_to_device_uint8": _to_device(
+                *(line.replace(", device=device", "") for line in MEAN_STD),
+                "return ((images.float() / 255 - mean) / std).to(device)",
+            )
+        },
         ("test_q5_devices",),
         "on the CPU before the copy: four times the bytes crossed the link",
     ),
     "converts_in_the_copy": Mistake(
         "to_device_uint8 converts in the copy itself, images.to(device, torch.float32): the CPU converts",
-        {"q5_to_device_uint8": _to_device(
-            "x = images.to(device, torch.float32)", *MEAN_STD, "return (x / 255 - mean) / std")},
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device, torch.float32)", *MEAN_STD, "return (x / 255 - mean) / std"
+            )
+        },
         ("test_q5_devices",),
         "the copy itself converted the images to float32",
     ),
     "hardcodes_cuda": Mistake(
-        "to_device_uint8 copies to \"cuda\" instead of the device it is given (no GPU here)",
-        {"q5_to_device_uint8": _to_device(
-            "x = images.to('cuda')",
-            *(line.replace("device=device", "device='cuda'") for line in MEAN_STD),
-            "return (x.float() / 255 - mean) / std")},
+        'to_device_uint8 copies to "cuda" instead of the device it is given (no GPU here)',
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to('cuda')",
+                *(line.replace("device=device", "device='cuda'") for line in MEAN_STD),
+                "return (x.float() / 255 - mean) / std",
+            )
+        },
         ("test_q5_form", "test_q5_values", "test_q5_devices"),
         "this computer has none",
     ),
@@ -281,12 +365,14 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             'gpu = stage_ms["copy"] + stage_ms["compute"]',
             "if overlap or gpu < times[0][1]:",
             "    return [slowest, name]",
-            'return [gpu, "copy + compute"]'),
+            'return [gpu, "copy + compute"]',
+        ),
         # Mean and std built from one tensor, reshaped with [None, :, None, None].
         "q5_to_device_uint8": _to_device(
             "stats = torch.tensor([mean, std], device=device)",
             "m, s = stats[0][None, :, None, None], stats[1][None, :, None, None]",
-            "return images.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)"),
+            "return images.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)",
+        ),
     },
 }
 
@@ -307,8 +393,10 @@ def _always_equal(number: str, pair: str, tensor: str) -> dict[str, str]:
 ALWAYS_EQUAL: dict[str, dict[str, str]] = {
     # Each answer a subclass of its own type.
     "always_equal_subclasses": _always_equal(
-        "LyingFloat(1.5)", "LyingTuple((LyingFloat(1.5), LyingStr('load')))",
-        "torch.zeros(4, 3, 5, 7).as_subclass(LyingTensor)"),
+        "LyingFloat(1.5)",
+        "LyingTuple((LyingFloat(1.5), LyingStr('load')))",
+        "torch.zeros(4, 3, 5, 7).as_subclass(LyingTensor)",
+    ),
     # Every answer, and every function's result, one object whose __eq__ returns True.
     "always_equal_objects": _always_equal("Anything()", "Anything()", "Anything()"),
 }
@@ -327,7 +415,12 @@ IMPLAUSIBLE: dict[str, str] = {
 # a handful, chosen for what they send across its bridge between the two kernels (a dict and
 # bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error;
 # the record of what crossed to the device, made in the student's kernel).
-COURSE_GRADE_SAMPLE = ("workers_ignored", "mean_on_the_cpu", "busy_as_fraction", "normalized_on_the_cpu")
+COURSE_GRADE_SAMPLE = (
+    "workers_ignored",
+    "mean_on_the_cpu",
+    "busy_as_fraction",
+    "normalized_on_the_cpu",
+)
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.

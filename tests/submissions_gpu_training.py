@@ -2,6 +2,7 @@
 
 The API is every unit's: see tests/submission_kit.py (tests/units.py finds this module).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,7 +39,9 @@ class Mistake(kit.Mistake):
 
 
 def _train_step(*body: str) -> str:
-    return "def train_step(model, optimizer, inputs, labels):\n" + "\n".join(f"    {line}" for line in body)
+    return "def train_step(model, optimizer, inputs, labels):\n" + "\n".join(
+        f"    {line}" for line in body
+    )
 
 
 def _load_checkpoint(*body: str) -> str:
@@ -46,47 +49,69 @@ def _load_checkpoint(*body: str) -> str:
 
 
 def _training_memory(copies: str, size: str = "p.element_size()") -> str:
-    return ("def training_memory_mb(model, optimizer):\n"
-            f"    copies = {copies}\n"
-            f"    return sum(p.numel() * {size} for p in model.parameters()) * copies / 10**6")
+    return (
+        "def training_memory_mb(model, optimizer):\n"
+        f"    copies = {copies}\n"
+        f"    return sum(p.numel() * {size} for p in model.parameters()) * copies / 10**6"
+    )
 
 
 WHERE = "device = next(model.parameters()).device"
-ADAM_IS_4 = ("4 if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) "
-             "else 3 if optimizer.defaults.get('momentum', 0) else 2")
+ADAM_IS_4 = (
+    "4 if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) "
+    "else 3 if optimizer.defaults.get('momentum', 0) else 2"
+)
 
 MISTAKES: dict[str, Mistake] = {
     "mib": Mistake(
         "megabytes counted as MiB (2**20 bytes), 381.5 MB for Adam",
-        {"q1_memory": ("adam_mb = 25_000_000 * 4 * 4 / 2**20\nsgd_mb = 25_000_000 * 4 * 2 / 2**20\n"
-                       "sgd_momentum_mb = 25_000_000 * 4 * 3 / 2**20"),
-         "q1_training_memory": _training_memory(ADAM_IS_4).replace("10**6", "2**20")},
+        {
+            "q1_memory": (
+                "adam_mb = 25_000_000 * 4 * 4 / 2**20\nsgd_mb = 25_000_000 * 4 * 2 / 2**20\n"
+                "sgd_momentum_mb = 25_000_000 * 4 * 3 / 2**20"
+            ),
+            "q1_training_memory": _training_memory(ADAM_IS_4).replace("10**6", "2**20"),
+        },
         ("test_q1_adam", "test_q1_sgd", "test_q1_training_memory"),
         "that is in MiB",
     ),
     "four_bytes_forgotten": Mistake(
         "one byte a number: 100, 50 and 75 MB",
-        {"q1_memory": ("adam_mb = 25_000_000 * 4 / 10**6\nsgd_mb = 25_000_000 * 2 / 10**6\n"
-                       "sgd_momentum_mb = 25_000_000 * 3 / 10**6")},
+        {
+            "q1_memory": (
+                "adam_mb = 25_000_000 * 4 / 10**6\nsgd_mb = 25_000_000 * 2 / 10**6\n"
+                "sgd_momentum_mb = 25_000_000 * 3 / 10**6"
+            )
+        },
         ("test_q1_adam", "test_q1_sgd"),
         "at 4 bytes a float32 number",
     ),
     "adam_as_three": Mistake(
         "Adam counted as 3 copies, like SGD with momentum",
-        {"q1_memory": ("adam_mb = 25_000_000 * 4 * 3 / 10**6\nsgd_mb = 25_000_000 * 4 * 2 / 10**6\n"
-                       "sgd_momentum_mb = 25_000_000 * 4 * 3 / 10**6"),
-         "q1_training_memory": _training_memory(
-             "3 if isinstance(optimizer, torch.optim.Adam) "
-             "or optimizer.defaults.get('momentum', 0) else 2")},
+        {
+            "q1_memory": (
+                "adam_mb = 25_000_000 * 4 * 3 / 10**6\nsgd_mb = 25_000_000 * 4 * 2 / 10**6\n"
+                "sgd_momentum_mb = 25_000_000 * 4 * 3 / 10**6"
+            ),
+            "q1_training_memory": _training_memory(
+                "3 if isinstance(optimizer, torch.optim.Adam) "
+                "or optimizer.defaults.get('momentum', 0) else 2"
+            ),
+        },
         ("test_q1_adam", "test_q1_training_memory"),
         "Adam keeps two numbers per parameter",
     ),
     "momentum_forgotten": Mistake(
         "SGD with momentum counted like plain SGD: no momentum buffer",
-        {"q1_memory": ("adam_mb = 25_000_000 * 4 * 4 / 10**6\nsgd_mb = 25_000_000 * 4 * 2 / 10**6\n"
-                       "sgd_momentum_mb = 25_000_000 * 4 * 2 / 10**6"),
-         "q1_training_memory": _training_memory(
-             "4 if isinstance(optimizer, torch.optim.Adam) else 2")},
+        {
+            "q1_memory": (
+                "adam_mb = 25_000_000 * 4 * 4 / 10**6\nsgd_mb = 25_000_000 * 4 * 2 / 10**6\n"
+                "sgd_momentum_mb = 25_000_000 * 4 * 2 / 10**6"
+            ),
+            "q1_training_memory": _training_memory(
+                "4 if isinstance(optimizer, torch.optim.Adam) else 2"
+            ),
+        },
         ("test_q1_sgd", "test_q1_training_memory"),
         "keeps a momentum buffer",
     ),
@@ -122,72 +147,131 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "reads_the_loss": Mistake(
         "train_step returns loss.item(): a Python float, read on the host",
-        {"q4_train_step": _train_step(
-            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.item()")},
-        ("test_q4_train_step_form", "test_q4_device", "test_q4_labels", "test_q4_reference_step",
-         "test_q4_stays_on_device"),
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "return loss.item()",
+            )
+        },
+        (
+            "test_q4_train_step_form",
+            "test_q4_device",
+            "test_q4_labels",
+            "test_q4_reference_step",
+            "test_q4_stays_on_device",
+        ),
         "should be a tensor, not a float",
     ),
     "batch_not_moved": Mistake(
         "train_step leaves the batch where it came from (the device error)",
-        {"q4_train_step": _train_step(
-            "loss = F.cross_entropy(model(inputs), labels.long())",
-            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        {
+            "q4_train_step": _train_step(
+                "loss = F.cross_entropy(model(inputs), labels.long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "return loss.detach()",
+            )
+        },
         ("test_q4_device", "test_q4_stays_on_device"),
         "move the batch (inputs and labels) to the device",
     ),
     "float_labels": Mistake(
         "train_step keeps the labels' own dtype (the dtype error)",
-        {"q4_train_step": _train_step(
-            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device))",
-            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device))",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "return loss.detach()",
+            )
+        },
         ("test_q4_labels",),
         "class numbers must be int64",
     ),
     "no_zero_grad": Mistake(
         "train_step never zeroes the gradients: they add up from step to step",
-        {"q4_train_step": _train_step(
-            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-            "loss.backward()", "optimizer.step()", "return loss.detach()")},
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "loss.backward()",
+                "optimizer.step()",
+                "return loss.detach()",
+            )
+        },
         ("test_q4_reference_step",),
         "call optimizer.zero_grad() before backward()",
     ),
     "not_detached": Mistake(
         "train_step returns the loss still attached to its graph",
-        {"q4_train_step": _train_step(
-            WHERE, "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss")},
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "return loss",
+            )
+        },
         ("test_q4_stays_on_device",),
         "return loss.detach()",
     ),
     "never_trains": Mistake(
         "train_step returns a zero loss on the model's device and never trains (issue 17)",
-        {"q4_train_step": _train_step("return torch.zeros((), device=next(model.parameters()).device)")},
+        {
+            "q4_train_step": _train_step(
+                "return torch.zeros((), device=next(model.parameters()).device)"
+            )
+        },
         ("test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
         "the model's weights did not change",
     ),
     "hardcodes_cuda": Mistake(
-        "train_step writes \"cuda\" instead of reading the model's device (no GPU here)",
-        {"q4_train_step": _train_step(
-            "loss = F.cross_entropy(model(inputs.to('cuda')), labels.to('cuda').long())",
-            "optimizer.zero_grad()", "loss.backward()", "optimizer.step()", "return loss.detach()")},
-        ("test_q4_train_step_form", "test_q4_device", "test_q4_labels", "test_q4_reference_step",
-         "test_q4_stays_on_device"),
+        'train_step writes "cuda" instead of reading the model\'s device (no GPU here)',
+        {
+            "q4_train_step": _train_step(
+                "loss = F.cross_entropy(model(inputs.to('cuda')), labels.to('cuda').long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "return loss.detach()",
+            )
+        },
+        (
+            "test_q4_train_step_form",
+            "test_q4_device",
+            "test_q4_labels",
+            "test_q4_reference_step",
+            "test_q4_stays_on_device",
+        ),
         "this computer has none",
     ),
     "no_map_location": Mistake(
         "load_checkpoint calls torch.load without map_location",
-        {"q5_load_checkpoint": _load_checkpoint(
-            "model.load_state_dict(torch.load(buffer))", "return model")},
+        {
+            "q5_load_checkpoint": _load_checkpoint(
+                "model.load_state_dict(torch.load(buffer))", "return model"
+            )
+        },
         ("test_q5_saved_on_gpu",),
         "map_location",
     ),
     "assigns_cpu_tensors": Mistake(
         "load_checkpoint loads onto the CPU and assigns the tensors: the model leaves its device",
-        {"q5_load_checkpoint": _load_checkpoint(
-            "model.load_state_dict(torch.load(buffer, map_location='cpu'), assign=True)",
-            "return model")},
+        {
+            "q5_load_checkpoint": _load_checkpoint(
+                "model.load_state_dict(torch.load(buffer, map_location='cpu'), assign=True)",
+                "return model",
+            )
+        },
         ("test_q5_devices",),
         "without assign=True",
     ),
@@ -207,7 +291,8 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "    size = sum(p.numel() * p.element_size() for p in params)\n"
             "    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):\n"
             "        return (4 * size + 4 * len(params)) / 1e6\n"
-            "    return (3 if optimizer.defaults.get('momentum', 0) else 2) * size / 1e6"),
+            "    return (3 if optimizer.defaults.get('momentum', 0) else 2) * size / 1e6"
+        ),
         "q2_waits": "waits_every_step = 1000.0\nwaits_every_100 = 10\nwaits_read_once = 1",
         "q3_must_assign": "must_assign = ' b '",
         # Labels moved and converted in one call; the loss from the nn.Module form.
@@ -215,12 +300,17 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "where = next(model.parameters()).device",
             "criterion = torch.nn.CrossEntropyLoss()",
             "loss = criterion(model(inputs.to(where)), labels.to(where, torch.long))",
-            "optimizer.zero_grad(set_to_none=True)", "loss.backward()", "optimizer.step()",
-            "return loss.detach()"),
+            "optimizer.zero_grad(set_to_none=True)",
+            "loss.backward()",
+            "optimizer.step()",
+            "return loss.detach()",
+        ),
         # Loaded onto the CPU, then copied into the model wherever it is.
         "q5_load_checkpoint": _load_checkpoint(
             "state = torch.load(buffer, map_location='cpu', weights_only=True)",
-            "model.load_state_dict(state)", "return model"),
+            "model.load_state_dict(state)",
+            "return model",
+        ),
     },
 }
 
@@ -242,7 +332,8 @@ def _always_equal(number: str, text: str, tensor: str, model: str) -> dict[str, 
 ALWAYS_EQUAL: dict[str, dict[str, str]] = {
     # Each answer a subclass of its own type.
     "always_equal_subclasses": _always_equal(
-        "LyingInt()", "LyingStr()", "torch.zeros(()).as_subclass(LyingTensor)", "Anything()"),
+        "LyingInt()", "LyingStr()", "torch.zeros(()).as_subclass(LyingTensor)", "Anything()"
+    ),
     # Every answer, and every function's result, one object whose __eq__ returns True.
     "always_equal_objects": _always_equal("Anything()", "Anything()", "Anything()", "Anything()"),
 }

@@ -5,6 +5,7 @@ repo2docker sees it. The PyTorch CPU index is unreachable from these machines, s
 its one line is dropped: the pinned `torch==...+cpu` then comes from this
 machine's own CPU build (pip's configured find-links).
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,8 @@ def test_requirements_match_the_development_pins(root):
     for name, version in binder.items():
         if name in constraints:
             assert version.split("+")[0] == constraints[name], (
-                f"{name}: binder pins {version}, requirements/constraints.txt {constraints[name]}")
+                f"{name}: binder pins {version}, requirements/constraints.txt {constraints[name]}"
+            )
 
 
 def test_runtime_python_meets_the_projects_requires_python(root):
@@ -76,8 +78,12 @@ def binder_env(root, tmp_path_factory):
     python = prefix / "bin" / "python"
     # --no-compile: byte-compiling torch would double the install time.
     pip(python, "install", "--no-compile", "-r", "binder/requirements.txt", cwd=repo)
-    env = {**os.environ, "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}",
-           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data")}
+    env = {
+        **os.environ,
+        "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+    }
     env.pop("VIRTUAL_ENV", None)
     # The first jupyter command byte-compiles what it imports, as pip would have.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -88,17 +94,22 @@ def binder_env(root, tmp_path_factory):
 def test_requirements_install_cpu_torch_nbgrader_widgets_and_the_course(binder_env):
     repo, prefix, env = binder_env
     # Versions from the installed metadata: importing torch here would only cost time.
-    probe = ("import importlib.metadata as m, importlib.util as u; "
-             "print(*(m.version(n) for n in ['torch', 'nbgrader', 'ipywidgets', 'jupyterlab']), "
-             "u.find_spec('gpucourse').origin)")
-    out = run([prefix / "bin" / "python", "-c", probe], timeout=120, env=env,
-              cwd=prefix).stdout.split()
+    probe = (
+        "import importlib.metadata as m, importlib.util as u; "
+        "print(*(m.version(n) for n in ['torch', 'nbgrader', 'ipywidgets', 'jupyterlab']), "
+        "u.find_spec('gpucourse').origin)"
+    )
+    out = run(
+        [prefix / "bin" / "python", "-c", probe], timeout=120, env=env, cwd=prefix
+    ).stdout.split()
     torch_version, nbgrader_version, widgets_version, lab_version, package_file = out
     assert torch_version.endswith("+cpu")
     assert nbgrader_version == "0.9.6"
     assert widgets_version.startswith("8.")
     assert lab_version.startswith("4.")
-    assert Path(package_file).is_relative_to(prefix), "gpucourse should be installed, not read from a tree"
+    assert Path(package_file).is_relative_to(prefix), (
+        "gpucourse should be installed, not read from a tree"
+    )
 
 
 @pytest.mark.slow
@@ -110,11 +121,16 @@ def test_postbuild_turns_on_validate_and_create_and_off_the_exchange_lists(root,
     page_config = json.loads((prefix / "etc/jupyter/labconfig/page_config.json").read_text())
     disabled = {name for name, off in page_config["disabledExtensions"].items() if off}
     assert {"@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list"} <= disabled
-    assert not {"@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:create-assignment"} & disabled
+    assert (
+        not {"@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:create-assignment"}
+        & disabled
+    )
 
     # `labextension disable` accepts any name: the ones postBuild uses must be real plugins.
-    bundle = "".join(p.read_text(errors="replace") for p in
-                     (prefix / "share/jupyter/labextensions/@jupyter/nbgrader/static").glob("*.js"))
+    bundle = "".join(
+        p.read_text(errors="replace")
+        for p in (prefix / "share/jupyter/labextensions/@jupyter/nbgrader/static").glob("*.js")
+    )
     for plugin in set(PLUGIN.findall((root / "binder" / "postBuild").read_text())):
         assert f'"{plugin}"' in bundle, f"{plugin} is not a plugin of nbgrader's lab extension"
 
@@ -125,8 +141,14 @@ def postbuild_with_fake_jupyter(root: Path, folder: Path, script: str):
     (folder / "bin" / "jupyter").write_text(f"#!/bin/sh\n{script}\n")
     (folder / "bin" / "jupyter").chmod(0o755)
     env = {**os.environ, "PATH": f"{folder / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"}
-    return subprocess.run(["bash", root / "binder" / "postBuild"], env=env, cwd=folder,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", root / "binder" / "postBuild"],
+        env=env,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_postbuild_stops_at_a_failing_command_and_names_it(root, tmp_path):

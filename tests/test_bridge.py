@@ -4,6 +4,7 @@
 side's ``serve`` (as text, exactly what crosses the real processes), and its replies come
 back as text. The end-to-end runs across real sandboxed kernels are in test_pipeline.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,10 +50,18 @@ def test_answers_arrive_as_base_values_and_functions_as_proxies(student):
 
         __hash__ = float.__hash__
 
-    student.update(q2_mb=Liar(0.5), winner="GPU", ticks=(96, 83), dtype=torch.float64,
-                   size_mb=lambda shape, dtype: 1.0, weird=object())
-    tests = bound(["q2_mb", "winner", "ticks", "dtype", "size_mb", "weird", "absent"],
-                  {"absent": "a stale value from an earlier submission"})
+    student.update(
+        q2_mb=Liar(0.5),
+        winner="GPU",
+        ticks=(96, 83),
+        dtype=torch.float64,
+        size_mb=lambda shape, dtype: 1.0,
+        weird=object(),
+    )
+    tests = bound(
+        ["q2_mb", "winner", "ticks", "dtype", "size_mb", "weird", "absent"],
+        {"absent": "a stale value from an earlier submission"},
+    )
     assert type(tests["q2_mb"]) is float and tests["q2_mb"] != 0.25
     assert tests["winner"] == "GPU" and tests["ticks"] == (96, 83)
     assert tests["dtype"] is torch.float64
@@ -62,8 +71,11 @@ def test_answers_arrive_as_base_values_and_functions_as_proxies(student):
 
 
 def test_a_call_runs_in_the_students_namespace_and_returns_plain_data(student):
-    exec("import math\ndef size_mb(shape, dtype):\n"
-         "    return math.prod(shape) * dtype.itemsize / 1e6", student)
+    exec(
+        "import math\ndef size_mb(shape, dtype):\n"
+        "    return math.prod(shape) * dtype.itemsize / 1e6",
+        student,
+    )
     size_mb = bound(["size_mb"])["size_mb"]
     assert size_mb((16, 4096, 3), torch.float32) == pytest.approx(0.786432)
     assert size_mb(shape=(10,), dtype=torch.int8) == pytest.approx(1e-5)
@@ -72,9 +84,12 @@ def test_a_call_runs_in_the_students_namespace_and_returns_plain_data(student):
 def test_arguments_cross_by_value_and_models_take_their_changes(student):
     """A tensor the function fills comes back as its result, but the test's own tensor
     stays as the test made it; a model is the test's own object, changed in place."""
-    exec("def fill(t):\n    t.fill_(7)\n    return t\n"
-         "def same(model):\n    return model.to('cpu')\n"
-         "def fresh(t):\n    return t.clone()", student)
+    exec(
+        "def fill(t):\n    t.fill_(7)\n    return t\n"
+        "def same(model):\n    return model.to('cpu')\n"
+        "def fresh(t):\n    return t.clone()",
+        student,
+    )
     tests = bound(["fill", "same", "fresh"])
     x = torch.zeros(3)
     filled = tests["fill"](x)
@@ -91,9 +106,12 @@ def test_arguments_cross_by_value_and_models_take_their_changes(student):
 def test_a_function_cannot_write_the_tests_expected_values(student):
     """A constant answer that rewrites the dict the test passed (to make the test's
     expected value its own) changes only its own copy."""
-    exec("def steady_state(stages, workers, overlap):\n"
-         "    stages.clear()\n    stages.update(load=1.0, copy=1.0, compute=1.0)\n"
-         "    return 3.0, 'load'", student)
+    exec(
+        "def steady_state(stages, workers, overlap):\n"
+        "    stages.clear()\n    stages.update(load=1.0, copy=1.0, compute=1.0)\n"
+        "    return 3.0, 'load'",
+        student,
+    )
     stages = {"load": 5.0, "copy": 2.0, "compute": 8.0}
     assert bound(["steady_state"])["steady_state"](stages, 1, False) == (3.0, "load")
     assert stages == {"load": 5.0, "copy": 2.0, "compute": 8.0}
@@ -103,10 +121,13 @@ def test_a_model_that_comes_back_with_new_members_fails_and_stays_as_it_was(stud
     """The hidden-test leak of issue 17: a reply that gives the test's model an extra
     buffer (without its bytes) is refused; nothing of the test kernel's memory can come
     back on the next call."""
-    exec("import torch\n"
-         "def train_step(model):\n"
-         "    model.register_buffer('leak', torch.empty(4096, dtype=torch.uint8, device='meta'))\n"
-         "    return 0.0", student)
+    exec(
+        "import torch\n"
+        "def train_step(model):\n"
+        "    model.register_buffer('leak', torch.empty(4096, dtype=torch.uint8, device='meta'))\n"
+        "    return 0.0",
+        student,
+    )
     model = torch.nn.Linear(2, 2)
     with pytest.raises(test_side.StudentAnswerError, match="buffers changed"):
         bound(["train_step"])["train_step"](model)
@@ -114,8 +135,11 @@ def test_a_model_that_comes_back_with_new_members_fails_and_stays_as_it_was(stud
 
 
 def test_an_exception_named_like_one_that_stops_a_kernel_is_an_ordinary_one(student):
-    exec("class KeyboardInterrupt(Exception):\n    pass\n"
-         "def stop(x):\n    raise KeyboardInterrupt('stop the tests')", student)
+    exec(
+        "class KeyboardInterrupt(Exception):\n    pass\n"
+        "def stop(x):\n    raise KeyboardInterrupt('stop the tests')",
+        student,
+    )
     with pytest.raises(Exception) as info:
         bound(["stop"])["stop"](1)
     assert type(info.value).__name__ == "KeyboardInterrupt"
@@ -123,10 +147,13 @@ def test_an_exception_named_like_one_that_stops_a_kernel_is_an_ordinary_one(stud
 
 
 def test_the_students_exceptions_keep_their_type_and_message(student):
-    exec("class Mine(Exception):\n    pass\n"
-         "def bad(x):\n    raise ValueError('no: ' + 'x' * 5000)\n"
-         "def own(x):\n    raise Mine('mine')\n"
-         "def leaves(x):\n    raise SystemExit(0)", student)
+    exec(
+        "class Mine(Exception):\n    pass\n"
+        "def bad(x):\n    raise ValueError('no: ' + 'x' * 5000)\n"
+        "def own(x):\n    raise Mine('mine')\n"
+        "def leaves(x):\n    raise SystemExit(0)",
+        student,
+    )
     tests = bound(["bad", "own", "leaves"])
     with pytest.raises(ValueError, match="^no: x+$") as info:
         tests["bad"](1)
@@ -145,11 +172,17 @@ def test_a_result_without_a_plain_form_fails_the_test_with_a_message(student):
         bound(["gen"])["gen"](1)
 
 
-@pytest.mark.parametrize("reply", [
-    "not json", "[" * 100_000 + "]" * 100_000, json.dumps({"ok": {"$": "arg", "i": 9}}),
-    json.dumps({"ok": {"$": "tensor", "dtype": "os.system", "shape": [1], "device": "cpu"}}),
-    json.dumps({"values": "everything"}), json.dumps({"ok": 1, "args": [{"$": "pickle"}]}),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "not json",
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({"ok": {"$": "arg", "i": 9}}),
+        json.dumps({"ok": {"$": "tensor", "dtype": "os.system", "shape": [1], "device": "cpu"}}),
+        json.dumps({"values": "everything"}),
+        json.dumps({"ok": 1, "args": [{"$": "pickle"}]}),
+    ],
+)
 def test_a_forged_reply_is_only_a_failed_answer(monkeypatch, reply):
     """Whatever the student's kernel sends, the test side raises an ordinary failure (or
     finds no answer); it never crashes, and never takes a forged value for a right one."""
@@ -168,17 +201,19 @@ def test_a_forged_reply_is_only_a_failed_answer(monkeypatch, reply):
     assert x.tolist() == [0.0]
 
 
-
 def test_a_training_step_with_a_models_optimizer_trains_the_tests_own_model(student):
     """A model and its optimizer cross together; the step made in the student's kernel
     reaches the test's model (same Parameter objects) and the optimizer's state."""
-    exec("import torch\n"
-         "def train_step(model, optimizer, x, y):\n"
-         "    optimizer.zero_grad()\n"
-         "    loss = torch.nn.functional.mse_loss(model(x), y)\n"
-         "    loss.backward()\n"
-         "    optimizer.step()\n"
-         "    return loss.detach()", student)
+    exec(
+        "import torch\n"
+        "def train_step(model, optimizer, x, y):\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = torch.nn.functional.mse_loss(model(x), y)\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    return loss.detach()",
+        student,
+    )
     train_step = bound(["train_step"])["train_step"]
     torch.manual_seed(0)
     model = torch.nn.Linear(2, 1)
@@ -206,11 +241,29 @@ def test_the_test_plan_is_read_once_per_source_and_again_when_the_source_changes
     from autograder import testplan
 
     def source(*tests):
-        cells = [nbformat.v4.new_code_cell("answer = 1", metadata={"nbgrader": {
-            "solution": True, "grade": False, "grade_id": "a", "locked": False}})]
-        cells += [nbformat.v4.new_code_cell(f"assert answer == {i}", metadata={"nbgrader": {
-            "solution": False, "grade": True, "grade_id": t, "points": 1, "locked": True}})
-            for i, t in enumerate(tests)]
+        cells = [
+            nbformat.v4.new_code_cell(
+                "answer = 1",
+                metadata={
+                    "nbgrader": {"solution": True, "grade": False, "grade_id": "a", "locked": False}
+                },
+            )
+        ]
+        cells += [
+            nbformat.v4.new_code_cell(
+                f"assert answer == {i}",
+                metadata={
+                    "nbgrader": {
+                        "solution": False,
+                        "grade": True,
+                        "grade_id": t,
+                        "points": 1,
+                        "locked": True,
+                    }
+                },
+            )
+            for i, t in enumerate(tests)
+        ]
         return nbformat.v4.new_notebook(cells=cells)
 
     path = tmp_path / "source.ipynb"
@@ -225,8 +278,11 @@ def test_the_test_plan_is_read_once_per_source_and_again_when_the_source_changes
 def test_a_test_can_see_what_a_function_did_to_its_argument(student):
     """Arguments cross by value, so a test that checks a function left its argument alone
     asks what it became in the student's kernel: a new object, never the test's own."""
-    exec("import torch\ndef converts(batch):\n    batch.data = batch.data.float()\n    return batch\n"
-         "def leaves(batch):\n    return batch.float()", student)
+    exec(
+        "import torch\ndef converts(batch):\n    batch.data = batch.data.float()\n    return batch\n"
+        "def leaves(batch):\n    return batch.float()",
+        student,
+    )
     tests = bound(["converts", "leaves"])
     batch = torch.arange(3, dtype=torch.float64)
     tests["converts"](batch)

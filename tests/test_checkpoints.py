@@ -1,4 +1,5 @@
 """Checkpoints in memory, and one as a GPU saves it, loaded on this machine."""
+
 import pytest
 import torch
 

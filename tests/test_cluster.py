@@ -2,6 +2,7 @@
 gradebook give exactly the local run's scores and fates; a worker killed mid-batch loses
 no grade and counts none twice; a lost scheduler stops the run with a clear message, and
 the next run resumes where it stopped."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,13 @@ import pytest
 from tests.class_fixture import ASSIGNMENT, build_course, full_class
 from tests.servers import dask_cluster, has_postgres, postgres
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
-              pytest.mark.skipif(not has_postgres(), reason="needs Debian's postgresql "
-                                 "(scripts/setup --system installs it)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
+    pytest.mark.skipif(
+        not has_postgres(), reason="needs Debian's postgresql (scripts/setup --system installs it)"
+    ),
+]
 CLI = str(Path(sys.executable).parent / "course-grade")
 # A small class: honest work, a blank, a mistake, a crash, and a trick.
 SMALL = ("ada", "blank", "mistake-mib", "exits-os", "trick-forges-bridge-replies")
@@ -42,15 +46,33 @@ def make_course(tmp: Path, db_url: str | None = None) -> tuple[Path, Path]:
 
 
 def course_grade(course: Path, *args: str, **kw):
-    return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
-                          capture_output=True, text=True, timeout=900, **kw)
+    return subprocess.run(
+        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        **kw,
+    )
 
 
 def start_and_await_a_grade(course: Path, inbox: Path, address: str):
     """Start course-grade on the cluster; return once it has recorded its first grade."""
-    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
-                            "--folder", str(inbox), "--scheduler", address],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [
+            CLI,
+            ASSIGNMENT,
+            "--course",
+            str(course),
+            "--no-progress",
+            "--folder",
+            str(inbox),
+            "--scheduler",
+            address,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
@@ -83,11 +105,19 @@ def test_a_cluster_grades_into_postgresql_exactly_like_the_local_run(tmp_path, l
         assert outcomes(course) == local
         assert set(local) == set(SMALL)
         # nbgrader's own commands and formgrader's API work on the PostgreSQL gradebook.
-        exported = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "export",
-                                   "--to", str(tmp_path / "export.csv")], cwd=course,
-                                  capture_output=True, text=True, timeout=300,
-                                  env={**os.environ, "PATH": f"{Path(sys.executable).parent}:"
-                                       + os.environ["PATH"]})
+        exported = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "nbgrader"),
+                "export",
+                "--to",
+                str(tmp_path / "export.csv"),
+            ],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PATH": f"{Path(sys.executable).parent}:" + os.environ["PATH"]},
+        )
         assert exported.returncode == 0, exported.stderr[-2000:]
         assert (tmp_path / "export.csv").read_text().count(ASSIGNMENT) == len(SMALL)
         from nbgrader.apps.api import NbGraderAPI
@@ -97,8 +127,9 @@ def test_a_cluster_grades_into_postgresql_exactly_like_the_local_run(tmp_path, l
         from autograder.config import grading_config
 
         config = grading_config(course)
-        api = NbGraderAPI(CourseDirectory(config=config), Authenticator(config=config),
-                          config=config)
+        api = NbGraderAPI(
+            CourseDirectory(config=config), Authenticator(config=config), config=config
+        )
         scores = {s["student"]: s["score"] for s in api.get_submissions(ASSIGNMENT)}
         assert scores == {s: score for s, (score, _) in local.items()}
         # The workers kept nothing in their own folders (each grades in a scratch folder

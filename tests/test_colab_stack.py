@@ -7,6 +7,7 @@ ipykernel 6.17, no nbgrader. This machine's CPU build of torch stands in for Col
 CUDA build. The course package comes from a wheel built from the repository, as
 the set-up cell's `pip install` gives it on Colab, never from the source tree.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,9 +82,21 @@ def colab_with_course(root, colab_python, tmp_path_factory) -> Path:
     """Colab's stack plus the course, installed from a freshly built wheel."""
     build = tmp_path_factory.mktemp("wheel")
     package = copy_package(root, build / "package")
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-         "--wheel-dir", build / "dist", package], timeout=300)
-    wheel, = (build / "dist").glob("gpucourse-*.whl")
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--wheel-dir",
+            build / "dist",
+            package,
+        ],
+        timeout=300,
+    )
+    (wheel,) = (build / "dist").glob("gpucourse-*.whl")
     pip(colab_python, "install", "--no-deps", "--force-reinstall", wheel, timeout=300)
     # The wheel's own requirements must accept Colab's versions as they are.
     pip(colab_python, "check", timeout=120)
@@ -94,13 +107,26 @@ def colab_client(notebook, colab_python: Path, folder: Path) -> NotebookClient:
     """An nbclient run of ``notebook`` in a kernel of the Colab venv, in ``folder``."""
     specs = folder / "kernels"
     (specs / "colab").mkdir(parents=True, exist_ok=True)
-    (specs / "colab" / "kernel.json").write_text(json.dumps({
-        "argv": [str(colab_python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Colab stack", "language": "python"}))
-    manager = KernelManager(kernel_name="colab",
-                            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)]))
-    return NotebookClient(notebook, km=manager, kernel_name="colab", timeout=CELL_TIMEOUT,
-                          allow_errors=True, resources={"metadata": {"path": str(folder)}})
+    (specs / "colab" / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(colab_python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Colab stack",
+                "language": "python",
+            }
+        )
+    )
+    manager = KernelManager(
+        kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)])
+    )
+    return NotebookClient(
+        notebook,
+        km=manager,
+        kernel_name="colab",
+        timeout=CELL_TIMEOUT,
+        allow_errors=True,
+        resources={"metadata": {"path": str(folder)}},
+    )
 
 
 def code_cell(source: str):
@@ -113,8 +139,11 @@ def error_of(cell) -> str | None:
 
 
 def stdout_of(cell) -> str:
-    return "".join(out.get("text", "") for out in cell.get("outputs", [])
-                   if out.output_type == "stream" and out.name == "stdout")
+    return "".join(
+        out.get("text", "")
+        for out in cell.get("outputs", [])
+        if out.output_type == "stream" and out.name == "stdout"
+    )
 
 
 ENVIRONMENT_PROBE = """\
@@ -156,15 +185,18 @@ def run_lesson_and_drive(root, colab_with_course, tmp_path, lesson: str, *drivin
     assert facts["ipywidgets"] == "7.7.1" and facts["ipython"].startswith("7.")
     assert not facts["nbgrader"], "Colab has no nbgrader; the lesson must not need it"
     assert Path(facts["gpucourse"]).is_relative_to(colab_with_course.parents[1]), (
-        f"gpucourse came from {facts['gpucourse']}, not from the installed wheel")
+        f"gpucourse came from {facts['gpucourse']}, not from the installed wheel"
+    )
     return notebook.cells[:lesson_cells], [stdout_of(c) for c in driven]
 
 
 @pytest.mark.slow
-def test_lesson_runs_on_colabs_stack_and_its_race_plays_from_python(root, colab_with_course,
-                                                                     tmp_path):
-    cells, (drive, finish) = run_lesson_and_drive(root, colab_with_course, tmp_path, LESSON,
-                                                  DRIVE_RACE, FINISH_RACE)
+def test_lesson_runs_on_colabs_stack_and_its_race_plays_from_python(
+    root, colab_with_course, tmp_path
+):
+    cells, (drive, finish) = run_lesson_and_drive(
+        root, colab_with_course, tmp_path, LESSON, DRIVE_RACE, FINISH_RACE
+    )
     outputs = "".join(stdout_of(c) for c in cells)
     assert "torch.float64 torch.float32\ntorch.Size([2, 3]) cpu\n" in outputs
     assert "[[ 0.  0.  0.]\n [20. 40.  0.]]" in outputs
@@ -200,10 +232,16 @@ print(trainer.train_button.disabled, trainer.stop_button.disabled)"""
 
 @pytest.mark.slow
 def test_training_lesson_runs_on_colabs_stack_and_its_widget_trains_from_python(
-        root, colab_with_course, tmp_path):
-    _, (drive, finish) = run_lesson_and_drive(root, colab_with_course, tmp_path,
-                                              "notebooks/gpu_training.ipynb",
-                                              DRIVE_TRAINING, FINISH_TRAINING)
+    root, colab_with_course, tmp_path
+):
+    _, (drive, finish) = run_lesson_and_drive(
+        root,
+        colab_with_course,
+        tmp_path,
+        "notebooks/gpu_training.ipynb",
+        DRIVE_TRAINING,
+        FINISH_TRAINING,
+    )
     # Train starts a task and hands the kernel back at once; Stop ends it.
     assert drive.split() == ["True", "True", "False"]
     status, rows, buttons = finish.strip().split("\n")
@@ -230,21 +268,31 @@ print("load, worker 3" in timeline.timeline.value, timeline.run.disabled)"""
 
 @pytest.mark.slow
 def test_data_loading_lesson_runs_on_colabs_stack_and_its_timeline_plays_from_python(
-        root, colab_with_course, tmp_path):
-    _, (drive, finish) = run_lesson_and_drive(root, colab_with_course, tmp_path,
-                                              "notebooks/gpu_data_loading.ipynb",
-                                              DRIVE_TIMELINE, FINISH_TIMELINE)
+    root, colab_with_course, tmp_path
+):
+    _, (drive, finish) = run_lesson_and_drive(
+        root,
+        colab_with_course,
+        tmp_path,
+        "notebooks/gpu_data_loading.ipynb",
+        DRIVE_TIMELINE,
+        FINISH_TIMELINE,
+    )
     # Run plays in the background and holds the button until the last frame.
     assert drive.split() == ["True", "True"]
     result, lanes = finish.strip().split("\n")
-    assert result.startswith("8 batches in ") and "8 ms a batch in steady state · bottleneck: compute" in result
+    assert (
+        result.startswith("8 batches in ")
+        and "8 ms a batch in steady state · bottleneck: compute" in result
+    )
     assert lanes == "True False"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("release", RELEASES)
-def test_release_runs_on_colabs_stack_with_answers_still_to_write(root, colab_with_course,
-                                                                  tmp_path, release):
+def test_release_runs_on_colabs_stack_with_answers_still_to_write(
+    root, colab_with_course, tmp_path, release
+):
     notebook = read(root, release)
     colab_client(notebook, colab_with_course, tmp_path).execute()
 
@@ -262,7 +310,8 @@ def test_release_runs_on_colabs_stack_with_answers_still_to_write(root, colab_wi
             tests += error is not None
             assert error in (None, *UNANSWERED), (
                 f"test cell {index} ({nbgrader['grade_id']}) raised {error}, "
-                "which an unanswered exercise should not cause")
+                "which an unanswered exercise should not cause"
+            )
         else:
             assert error is None, f"release cell {index} raised {error} on Colab's stack"
     assert stubs > 0, "no answer cell raised NotImplementedError: is this the release?"
@@ -271,11 +320,16 @@ def test_release_runs_on_colabs_stack_with_answers_still_to_write(root, colab_wi
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
-def test_source_solutions_pass_every_test_on_colabs_stack(root, colab_with_course, tmp_path, source):
+def test_source_solutions_pass_every_test_on_colabs_stack(
+    root, colab_with_course, tmp_path, source
+):
     notebook = read(root, source)
     colab_client(notebook, colab_with_course, tmp_path).execute()
-    failed = [(cell.metadata.get("nbgrader", {}).get("grade_id", i), error_of(cell))
-              for i, cell in enumerate(notebook.cells) if error_of(cell)]
+    failed = [
+        (cell.metadata.get("nbgrader", {}).get("grade_id", i), error_of(cell))
+        for i, cell in enumerate(notebook.cells)
+        if error_of(cell)
+    ]
     assert not failed, f"with the solutions, these cells failed on Colab's stack: {failed}"
 
 
@@ -303,17 +357,24 @@ print(json.dumps(result))"""
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LESSONS + RELEASES)
 def test_setup_cell_installs_the_course_only_on_colab_and_upgrades_nothing(
-        root, name, colab_with_course):
+    root, name, colab_with_course
+):
     cell = first_code_cell(read(root, name))
-    done = subprocess.run([colab_with_course, "-c", SETUP_CELL_UNDER_TEST], input=cell,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [colab_with_course, "-c", SETUP_CELL_UNDER_TEST],
+        input=cell,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     calls = json.loads(done.stdout.strip().splitlines()[-1])
     assert calls["installed here"] == [] and calls["missing here"] == []
-    install, = calls["missing on Colab"]
+    (install,) = calls["missing on Colab"]
     arguments = shlex.split(install)
     assert arguments[0] == "install" and "--no-deps" in arguments
     assert not {"-U", "--upgrade", "--force-reinstall"} & set(arguments)
     packages = [a for a in arguments[1:] if not a.startswith("-")]
     assert len(packages) == 1 and packages[0].startswith("gpucourse @ git+https://github.com/"), (
-        f"the set-up cell should install the course package alone, got: {install}")
+        f"the set-up cell should install the course package alone, got: {install}"
+    )

@@ -8,6 +8,7 @@ itself; under course-grade the function runs in the student's kernel, so the bri
 that kernel for the record (``{"op": "call", ..., "record": true}``) and
 ``StudentFunction.recorded`` returns it as plain lists. Both must record alike.
 """
+
 from __future__ import annotations
 
 import types
@@ -23,8 +24,10 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
 def _stats(device):
-    return (torch.tensor(MEAN, device=device).view(1, -1, 1, 1),
-            torch.tensor(STD, device=device).view(1, -1, 1, 1))
+    return (
+        torch.tensor(MEAN, device=device).view(1, -1, 1, 1),
+        torch.tensor(STD, device=device).view(1, -1, 1, 1),
+    )
 
 
 def uint8_crosses(images, device, mean, std):
@@ -64,8 +67,9 @@ def student(monkeypatch):
     namespace: dict = {}
     shell = types.SimpleNamespace(user_ns=namespace)
     sent: list[str] = []
-    monkeypatch.setattr("IPython.display.publish_display_data",
-                        lambda data: sent.append(data[protocol.REPLY_MIME]))
+    monkeypatch.setattr(
+        "IPython.display.publish_display_data", lambda data: sent.append(data[protocol.REPLY_MIME])
+    )
 
     def relay(prompt: str) -> dict:
         student_side.serve(shell, prompt)
@@ -130,15 +134,22 @@ def _served(namespace, prompt) -> str:
     return sent.pop()
 
 
-@pytest.mark.parametrize("record", [
-    None, "uint8", [["_to_copy", "cpu", "meta", "uint8", "uint8"]],
-    [["_to_copy", "cpu", "meta", "uint8", "uint8", -1]],
-    [["_to_copy", "cpu", "meta", "uint8", "uint8", 1.5]],
-    [["x" * 41, "cpu", "meta", "uint8", "uint8", 1]],
-    [["_to_copy", "cpu", "meta", "uint8", "uint8", 1]] * (student_side.MAX_RECORD + 1),
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        None,
+        "uint8",
+        [["_to_copy", "cpu", "meta", "uint8", "uint8"]],
+        [["_to_copy", "cpu", "meta", "uint8", "uint8", -1]],
+        [["_to_copy", "cpu", "meta", "uint8", "uint8", 1.5]],
+        [["x" * 41, "cpu", "meta", "uint8", "uint8", 1]],
+        [["_to_copy", "cpu", "meta", "uint8", "uint8", 1]] * (student_side.MAX_RECORD + 1),
+    ],
+)
 def test_a_record_that_is_not_one_is_the_students_failure(monkeypatch, record):
-    reply = protocol.dumps({"ok": 1.0, "args": [], "kwargs": []} | ({} if record is None else {"record": record}))
+    reply = protocol.dumps(
+        {"ok": 1.0, "args": [], "kwargs": []} | ({} if record is None else {"record": record})
+    )
     monkeypatch.setattr(test_side, "ask", lambda prompt: test_side.read_reply(reply))
     with pytest.raises(test_side.StudentAnswerError, match="record of copies"):
         test_side.StudentFunction("f").recorded()

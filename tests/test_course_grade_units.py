@@ -6,6 +6,7 @@ so its tests run in the trusted test kernel on answers fetched across the bridge
 data: floats and strings, models, optimizers with their state, tensors on meta, a BytesIO,
 exceptions. The whole class of gpu_tensors, tricks included, is in test_pipeline.py.
 """
+
 from __future__ import annotations
 
 import html
@@ -23,20 +24,34 @@ from tests import mutation
 from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgrader
 
 CLI = str(Path(sys.executable).parent / "course-grade")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    ),
+]
 
 
 def _cases(subs) -> dict[str, tuple[nbformat.NotebookNode, float, str | None]]:
     """student -> (notebook, expected score, a hint its feedback must show)."""
-    cases = {"solution": (subs.make_submission(subs.RELEASE, subs.SOLUTIONS), subs.TOTAL, None),
-             "blank": (subs.make_submission(subs.RELEASE, {}), 0.0, None)}
+    cases = {
+        "solution": (subs.make_submission(subs.RELEASE, subs.SOLUTIONS), subs.TOTAL, None),
+        "blank": (subs.make_submission(subs.RELEASE, {}), 0.0, None),
+    }
     for name, answers in subs.FULL_MARKS.items():
-        cases[name.replace("_", "-")] = (subs.make_submission(subs.RELEASE, answers), subs.TOTAL, None)
+        cases[name.replace("_", "-")] = (
+            subs.make_submission(subs.RELEASE, answers),
+            subs.TOTAL,
+            None,
+        )
     for name in subs.COURSE_GRADE_SAMPLE:
         mistake = subs.MISTAKES[name]
         cases[f"mistake-{name.replace('_', '-')}"] = (
-            subs.make_submission(subs.RELEASE, mistake.answers), mistake.score, mistake.hint)
+            subs.make_submission(subs.RELEASE, mistake.answers),
+            mistake.score,
+            mistake.hint,
+        )
     return cases
 
 
@@ -54,7 +69,11 @@ def _tricks(unit: str, subs) -> dict[str, tuple[nbformat.NotebookNode, str, obje
         if module.TWIN is not None:
             twin = f"{module.STUDENT_ID}-twin"
             tricks[twin] = (subs.make_submission(subs.RELEASE, module.TWIN), twin, None)
-        tricks[module.STUDENT_ID] = (subs.make_submission(subs.RELEASE, module.ANSWERS), twin, module)
+        tricks[module.STUDENT_ID] = (
+            subs.make_submission(subs.RELEASE, module.ANSWERS),
+            twin,
+            module,
+        )
     return tricks
 
 
@@ -78,18 +97,23 @@ def graded(request, tmp_path_factory):
     for i, mutant in enumerate(MUTANTS[unit]):  # scripts/test-the-tests grades them all
         nb = subs.make_submission(subs.RELEASE, {**subs.SOLUTIONS, mutant.cell: mutant.code})
         nbformat.write(nb, inbox / f"{mutation.student_id(i)}.ipynb")
-    result = subprocess.run([CLI, unit, "--course", str(course), "--folder", str(inbox),
-                             "--no-progress", "-j", "2"],
-                            capture_output=True, text=True, timeout=900,
-                            env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
+    result = subprocess.run(
+        [CLI, unit, "--course", str(course), "--folder", str(inbox), "--no-progress", "-j", "2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
     return unit, course, cases, result, tricks
 
 
 def test_the_unit_is_graded_and_each_submission_earns_its_expected_score(graded):
     unit, course, cases, result, _ = graded
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {r["student_id"]: r for r in
-            json.loads((course / "reports" / unit / "report.json").read_text())}
+    rows = {
+        r["student_id"]: r
+        for r in json.loads((course / "reports" / unit / "report.json").read_text())
+    }
     got = {student: (rows[student]["fate"], rows[student]["score"]) for student in cases}
     assert got == {student: ("graded", score) for student, (_, score, _) in cases.items()}
     assert all(not any("withheld" in d for d in rows[s]["details"]) for s in cases)
@@ -98,9 +122,14 @@ def test_the_unit_is_graded_and_each_submission_earns_its_expected_score(graded)
 def test_each_mistakes_hint_reaches_its_feedback_without_the_hidden_tests(graded):
     unit, course, cases, _, tricks = graded
     source = nbformat.read(course / "source" / unit / f"{unit}.ipynb", 4)
-    hidden = [line.strip() for cell in source.cells for line in
-              cell.source.split("### BEGIN HIDDEN TESTS", 1)[-1].split("### END HIDDEN TESTS")[0].splitlines()
-              if "### BEGIN HIDDEN TESTS" in cell.source and len(line.strip()) > 30]
+    hidden = [
+        line.strip()
+        for cell in source.cells
+        for line in cell.source.split("### BEGIN HIDDEN TESTS", 1)[-1]
+        .split("### END HIDDEN TESTS")[0]
+        .splitlines()
+        if "### BEGIN HIDDEN TESTS" in cell.source and len(line.strip()) > 30
+    ]
     assert hidden
     for student, (_, _, hint) in {**cases, **tricks}.items():
         page = html.unescape((course / "feedback" / student / unit / f"{unit}.html").read_text())
@@ -118,8 +147,10 @@ def test_tricks_on_the_trusted_side_gain_nothing(graded):
 
     unit, course, _, result, tricks = graded
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {r["student_id"]: r for r in
-            json.loads((course / "reports" / unit / "report.json").read_text())}
+    rows = {
+        r["student_id"]: r
+        for r in json.loads((course / "reports" / unit / "report.json").read_text())
+    }
     report_page = (course / "reports" / unit / "class-report.html").read_text()
     for student, (_, twin, module) in tricks.items():
         if module is None:
@@ -140,9 +171,14 @@ def test_a_sample_of_mutants_of_the_solution_is_killed(graded):
     is still right; scripts/test-the-tests grades every mutant."""
     unit, course, _, result, _ = graded
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {r["student_id"]: r for r in
-            json.loads((course / "reports" / unit / "report.json").read_text())}
+    rows = {
+        r["student_id"]: r
+        for r in json.loads((course / "reports" / unit / "report.json").read_text())
+    }
     total = submissions(unit).TOTAL
-    survived = [m.diff() for i, m in enumerate(MUTANTS[unit])
-                if rows[mutation.student_id(i)]["score"] >= total]
+    survived = [
+        m.diff()
+        for i, m in enumerate(MUTANTS[unit])
+        if rows[mutation.student_id(i)]["score"] >= total
+    ]
     assert MUTANTS[unit] and not survived, "\n".join(survived)

@@ -1,4 +1,5 @@
 """The device helper: cuda or cpu, and the Colab hint."""
+
 import sys
 import types
 

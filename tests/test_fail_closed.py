@@ -3,6 +3,7 @@ why; a worn (reused) test kernel is replaced and the submission graded again onc
 
 The worker runs in this process, so that faults can be put into the test kernel's part.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -17,8 +18,13 @@ from autograder.kernel import kill_tree
 from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
 from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +39,9 @@ def course(tmp_path_factory):
 
 def grade_ada(course) -> dict:
     """Grade ada's submission in this process, as a worker would, and record it."""
-    files, _ = inbox.read_submission(course / "submitted" / "ada" / ASSIGNMENT,
-                                     grading_config(course))
+    files, _ = inbox.read_submission(
+        course / "submitted" / "ada" / ASSIGNMENT, grading_config(course)
+    )
     result = worker.grade_job(Job("ada", "digest", files, grade.course_files(course, ASSIGNMENT)))
     return grade.record(course, ASSIGNMENT, result)
 

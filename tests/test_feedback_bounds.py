@@ -1,6 +1,7 @@
 """The feedback page's work is bounded: markup whose rendering or sanitizing grows with the
 square of its size is shown as a note (autograder.feedback.BoundedMarkup), and an honest
 notebook's markup is left as it is."""
+
 from __future__ import annotations
 
 import copy
@@ -22,18 +23,25 @@ def test_an_honest_notebooks_markup_is_shown_whole(unit):
     assert _bounded(nb) == nb
 
 
-@pytest.mark.parametrize("text", [
-    "_a " * 10_000 + "x" + " a_" * 10_000,      # emphasis: mistune's time grows as its square
-    "*a " * 3_000 + "x" + " a*" * 3_000,
-    "<b>" * 20_000 + "deep" + "</b>" * 20_000,  # nesting: the sanitizer's time grows so
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "_a " * 10_000 + "x" + " a_" * 10_000,  # emphasis: mistune's time grows as its square
+        "*a " * 3_000 + "x" + " a*" * 3_000,
+        "<b>" * 20_000 + "deep" + "</b>" * 20_000,  # nesting: the sanitizer's time grows so
+    ],
+)
 def test_markup_past_the_bound_is_a_note_in_a_cell_or_an_output(text):
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("An honest *answer*, with `code`."),
-        nbformat.v4.new_markdown_cell(text),
-        nbformat.v4.new_code_cell("display(Markdown(text))", outputs=[
-            nbformat.v4.new_output("display_data", data={"text/markdown": text})]),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("An honest *answer*, with `code`."),
+            nbformat.v4.new_markdown_cell(text),
+            nbformat.v4.new_code_cell(
+                "display(Markdown(text))",
+                outputs=[nbformat.v4.new_output("display_data", data={"text/markdown": text})],
+            ),
+        ]
+    )
     out = _bounded(nb)
     assert out.cells[0].source == "An honest *answer*, with `code`."
     assert "more markup than the feedback page shows" in out.cells[1].source
@@ -48,7 +56,7 @@ def test_the_bound_is_for_the_whole_notebook_not_each_cell():
     assert noted and len(noted) < len(cells)  # the first 20 (4,000 delimiters) are shown
 
 
-PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 @pytest.mark.parametrize("with_image", [False, True])
@@ -64,8 +72,7 @@ def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
     nb = nbformat.read(release(UNITS[0]), as_version=4)
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="printed\n")]
     if with_image:
-        nb.cells[1].outputs.append(nbformat.v4.new_output("display_data",
-                                                          data={"image/png": PNG}))
+        nb.cells[1].outputs.append(nbformat.v4.new_output("display_data", data={"image/png": PNG}))
     config = Config({"HTMLExporter": {"template_name": "classic", "sanitize_html": True}})
     ours, _ = FeedbackExporter(config=config).from_notebook_node(copy.deepcopy(nb))
     theirs, _ = HTMLExporter(config=config).from_notebook_node(copy.deepcopy(nb))
@@ -80,10 +87,16 @@ def test_remembered_highlighting_is_nbconverts_for_each_source_language_and_magi
 
     from autograder.feedback import RememberedHighlight
 
-    ours, theirs = RememberedHighlight(pygments_lexer="ipython3"), Highlight2HTML(
-        pygments_lexer="ipython3")
-    cases = [("x = torch.ones(3)", None, None), ("x = torch.ones(3)", "python", None),
-             ("SELECT 1", None, {"magics_language": "sql"}), ("y = 2\n", None, None)]
+    ours, theirs = (
+        RememberedHighlight(pygments_lexer="ipython3"),
+        Highlight2HTML(pygments_lexer="ipython3"),
+    )
+    cases = [
+        ("x = torch.ones(3)", None, None),
+        ("x = torch.ones(3)", "python", None),
+        ("SELECT 1", None, {"magics_language": "sql"}),
+        ("y = 2\n", None, None),
+    ]
     for _ in range(2):  # the second time from the memo
         for source, language, metadata in cases:
             assert ours(source, language, metadata) == theirs(source, language, metadata)
@@ -98,8 +111,11 @@ def test_remembered_sanitizing_is_nbconverts():
 
     from autograder.feedback import RememberedSanitizeHTML, remembered_clean_html
 
-    markup = ['<p onclick="steal()">hi <script>alert(1)</script><a href="javascript:x">a</a></p>',
-              "<b>bold</b> <img src=x onerror=alert(1)>", "plain text"]
+    markup = [
+        '<p onclick="steal()">hi <script>alert(1)</script><a href="javascript:x">a</a></p>',
+        "<b>bold</b> <img src=x onerror=alert(1)>",
+        "plain text",
+    ]
     ours, theirs = RememberedSanitizeHTML(), SanitizeHTML()
     for _ in range(2):
         for html in markup:
@@ -108,8 +124,11 @@ def test_remembered_sanitizing_is_nbconverts():
     cleaned = remembered_clean_html(markup[0])
     assert "<script" not in cleaned and "javascript:" not in cleaned and "<p onclick" not in cleaned
     stripping = RememberedSanitizeHTML(strip=True)
-    assert stripping.sanitize_html_tags(markup[0]) == SanitizeHTML(strip=True).sanitize_html_tags(
-        markup[0]) != ours.sanitize_html_tags(markup[0])
+    assert (
+        stripping.sanitize_html_tags(markup[0])
+        == SanitizeHTML(strip=True).sanitize_html_tags(markup[0])
+        != ours.sanitize_html_tags(markup[0])
+    )
 
 
 def test_big_markup_is_cleaned_but_not_remembered():
@@ -134,18 +153,30 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
 
     config = Config()
     configure_feedback(config)
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("## Question 2: moving tensors\n\nA GPU does 10<sup>12</sup>"
-                                      " operations a second; call `x.to('cuda')`."),
-        nbformat.v4.new_markdown_cell('My answer <script>alert("owned")</script>'
-                                      '<b onclick="steal()">bold</b> [link](javascript:steal())'
-                                      '<img src=x onerror="steal()"><iframe src="javascript:steal()">'
-                                      '</iframe>'),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                "## Question 2: moving tensors\n\nA GPU does 10<sup>12</sup>"
+                " operations a second; call `x.to('cuda')`."
+            ),
+            nbformat.v4.new_markdown_cell(
+                'My answer <script>alert("owned")</script>'
+                '<b onclick="steal()">bold</b> [link](javascript:steal())'
+                '<img src=x onerror="steal()"><iframe src="javascript:steal()">'
+                "</iframe>"
+            ),
+        ]
+    )
     nb, resources = RememberedSanitizeHTML(config=config).preprocess(nb, {})
-    exporter = FeedbackExporter(config=Config({"HTMLExporter": config.GenerateFeedback.HTMLExporter}))
-    html, _ = exporter.from_notebook_node(nb, resources={
-        "nbgrader": {"notebook": "gpu_tensors", "score": 1, "max_score": 2, "late_penalty": 0}})
+    exporter = FeedbackExporter(
+        config=Config({"HTMLExporter": config.GenerateFeedback.HTMLExporter})
+    )
+    html, _ = exporter.from_notebook_node(
+        nb,
+        resources={
+            "nbgrader": {"notebook": "gpu_tensors", "score": 1, "max_score": 2, "late_penalty": 0}
+        },
+    )
     page = BeautifulSoup(html, features="html.parser")
     heading = page.find("h2", id=lambda i: i and i.startswith("Question-2"))
     assert heading is not None and "Question 2: moving tensors" in heading.get_text()

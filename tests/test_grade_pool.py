@@ -4,6 +4,7 @@ A dead worker breaks a ``ProcessPoolExecutor`` and every job in flight with it. 
 coordinator starts the pool again and runs each job it held once more, alone: the one
 that breaks the pool while alone is given up, the others are graded.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,9 @@ def job(student):
 
 
 def test_only_the_submission_that_kills_its_worker_is_given_up(monkeypatch):
-    monkeypatch.setattr(grade, "grade_job",
-                        lambda j: Result({"student_id": j.student, "fate": "graded"}))
+    monkeypatch.setattr(
+        grade, "grade_job", lambda j: Result({"student_id": j.student, "fate": "graded"})
+    )
     pool = FlakyPool()
     students = [f"s{i}" for i in range(5)] + ["killer"] + [f"t{i}" for i in range(5)]
     results = [r.outcome for r in grade._complete(pool, [job(s) for s in students], workers=2)]

@@ -2,6 +2,7 @@
 one SQLAlchemy engine per gradebook, through which nbgrader's Gradebook still reads and
 writes as before; one schema validator for cell metadata, with jsonschema's verdicts;
 a job folder per worker thread; and no IRI grammar built at import."""
+
 from __future__ import annotations
 
 import os
@@ -68,15 +69,29 @@ def test_cell_metadata_is_checked_as_jsonschema_checks_it(monkeypatch):
     checks = []
     kind = jsonschema.validators.validator_for(validator.schema)
     check = kind.check_schema
-    monkeypatch.setattr(kind, "check_schema", classmethod(
-        lambda cls, schema, **kw: checks.append(1) or check(schema, **kw)))
-    good = {"schema_version": 3, "grade": True, "solution": False, "locked": True,
-            "task": False, "grade_id": "q1", "points": 2}
+    monkeypatch.setattr(
+        kind,
+        "check_schema",
+        classmethod(lambda cls, schema, **kw: checks.append(1) or check(schema, **kw)),
+    )
+    good = {
+        "schema_version": 3,
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "task": False,
+        "grade_id": "q1",
+        "points": 2,
+    }
     for _ in range(20):
         validator.validate_cell(new_code_cell(metadata={"nbgrader": good}))
     assert len(checks) <= 1
-    for bad in ({**good, "points": "many"}, {**good, "grade": "yes"},
-                {**good, "hidden": "extra key"}, {**good, "grade_id": "no spaces allowed"}):
+    for bad in (
+        {**good, "points": "many"},
+        {**good, "grade": "yes"},
+        {**good, "hidden": "extra key"},
+        {**good, "grade_id": "no spaces allowed"},
+    ):
         with pytest.raises(jsonschema.ValidationError) as ours:
             validator.validate_cell(new_code_cell(metadata={"nbgrader": bad}))
         with pytest.raises(jsonschema.ValidationError) as theirs:
@@ -89,10 +104,12 @@ def test_a_grading_process_leaves_out_the_iri_grammar_and_still_validates_notebo
     still refuses a notebook that breaks its schema."""
     import subprocess
 
-    code = ("import sys, autograder.worker, nbformat; from nbformat.v4 import new_notebook; "
-            "nb = new_notebook(); nbformat.validate(nb); nb.cells.append({'cell_type': 'code'}); "
-            "bad = not nbformat.validator.isvalid(nb); "
-            "print(sys.modules.get('rfc3987_syntax') is None, bad)")
+    code = (
+        "import sys, autograder.worker, nbformat; from nbformat.v4 import new_notebook; "
+        "nb = new_notebook(); nbformat.validate(nb); nb.cells.append({'cell_type': 'code'}); "
+        "bad = not nbformat.validator.isvalid(nb); "
+        "print(sys.modules.get('rfc3987_syntax') is None, bad)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["True", "True"], run.stderr[-2000:]
 

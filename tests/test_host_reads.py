@@ -1,4 +1,5 @@
 """Which lines of a training loop read a value on the host: found by running them."""
+
 import pytest
 
 from gpucourse.host_reads import LINES, find_host_reads
@@ -13,7 +14,9 @@ def test_on_meta_every_read_is_found_and_the_running_total_stays():
     for f in found:
         assert f.evidence.startswith("on meta") or f.evidence.startswith("ran on meta")
     text = "\n".join(f.sentence() for f in found)
-    assert "loss.item(): reads the value on the host (on meta: Tensor.item() cannot be called" in text
+    assert (
+        "loss.item(): reads the value on the host (on meta: Tensor.item() cannot be called" in text
+    )
     assert "print(loss): reads the value on the host (on meta it printed no value" in text
 
 
@@ -54,4 +57,6 @@ def test_on_a_gpu_a_line_the_debug_mode_misses_is_not_called_free(monkeypatch):
         raise RuntimeError("called a synchronizing CUDA operation")
 
     caught = module._on_gpu("loss.item()", syncs, loss)
-    assert caught.reads and caught.evidence == "sync debug mode: called a synchronizing CUDA operation"
+    assert (
+        caught.reads and caught.evidence == "sync debug mode: called a synchronizing CUDA operation"
+    )

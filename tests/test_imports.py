@@ -3,6 +3,7 @@
 The attacks on imports that a student would try are cases of tests/hostile (graded with
 the whole class in test_pipeline.py); here are the limits themselves.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,8 @@ def course(tmp_path):
     (root / "source" / "gpu_tensors" / "gpu_tensors.ipynb").write_bytes(SOURCE.read_bytes())
     (root / "nbgrader_config.py").write_text(
         (Path(__file__).parents[1] / "nbgrader_config.py").read_text()
-        + "\nc.ImportLimits.max_entries = 5\nc.ImportLimits.max_total_mb = 1\n")
+        + "\nc.ImportLimits.max_entries = 5\nc.ImportLimits.max_total_mb = 1\n"
+    )
     return root
 
 
@@ -37,7 +39,9 @@ def make_zip(path: Path, entries) -> Path:
 
 
 def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(course, tmp_path):
-    entries = [(f"gpu_tensors_s{i}_attempt_2024-03-0{i + 1}_gpu_tensors.ipynb", NB) for i in range(3)]
+    entries = [
+        (f"gpu_tensors_s{i}_attempt_2024-03-0{i + 1}_gpu_tensors.ipynb", NB) for i in range(3)
+    ]
     entries.append(("gpu_tensors_big_attempt_2024-03-01_gpu_tensors.ipynb", b"0" * 2_000_000))
     entries += [(f"gpu_tensors_late{i}_attempt_2024-03-01_gpu_tensors.ipynb", NB) for i in range(3)]
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
@@ -45,8 +49,10 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
     assert imported == ["late0", "s0", "s1", "s2"]  # five entries read, one of them too large
     said = {student: (fate, message) for student, fate, message in problems}
     assert said["big"] == ("needs review", said["big"][1]) and "not read" in said["big"][1]
-    assert all(said[s][0] == "needs review" and "larger than the import limits" in said[s][1]
-               for s in ("late1", "late2"))
+    assert all(
+        said[s][0] == "needs review" and "larger than the import limits" in said[s][1]
+        for s in ("late1", "late2")
+    )
     stamp = (course / "submitted" / "s1" / "gpu_tensors" / "timestamp.txt").read_text()
     assert stamp.startswith("2024-03-02 00:00:00")
 
@@ -55,31 +61,41 @@ def test_blackboards_attempt_records_are_skipped_without_a_warning(course, tmp_p
     """Blackboard puts a ``<prefix>_<student>_attempt_<date>.txt`` beside each attempt's
     files: it is the LMS's, not a misnamed submission, and is neither imported nor warned
     about; a student's own .txt after the date is still theirs."""
-    entries = [("gpu_tensors_ada_attempt_2026-12-01-10-00-00.txt", b"Name: Ada\n"),
-               ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_gpu_tensors.ipynb", NB),
-               ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_notes.txt", b"mine")]
+    entries = [
+        ("gpu_tensors_ada_attempt_2026-12-01-10-00-00.txt", b"Name: Ada\n"),
+        ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_notes.txt", b"mine"),
+    ]
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     assert problems == []
     folder = course / "submitted" / "ada" / "gpu_tensors"
     assert (folder / "notes.txt").read_bytes() == b"mine"
-    assert sorted(p.name for p in folder.iterdir()) == ["gpu_tensors.ipynb", "notes.txt",
-                                                        "timestamp.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "gpu_tensors.ipynb",
+        "notes.txt",
+        "timestamp.txt",
+    ]
 
 
 def test_one_students_entries_cannot_use_up_the_others_budget(course, tmp_path):
     """A submission may hold nbgrader's max_dir_size; past it only that student's entries
     are refused, and an older copy of theirs is never graded in place of the refused one."""
-    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
-                                               + "\nc.ImportLimits.max_total_mb = 100\n"
-                                               + "c.ImportLimits.max_entries = 100\n"
-                                               + "c.CourseDirectory.max_dir_size = 300\n")
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text()
+        + "\nc.ImportLimits.max_total_mb = 100\n"
+        + "c.ImportLimits.max_entries = 100\n"
+        + "c.CourseDirectory.max_dir_size = 300\n"
+    )
     old = course / "submitted" / "hog" / "gpu_tensors"
     old.mkdir(parents=True)
     (old / "gpu_tensors.ipynb").write_bytes(NB)
-    junk = [(f"gpu_tensors_hog_attempt_2024-03-01_junk{i}.ipynb", os.urandom(100_000))
-            for i in range(5)]
-    entries = junk + [("gpu_tensors_hog_attempt_2024-03-01_gpu_tensors.ipynb", NB),
-                      ("gpu_tensors_ann_attempt_2024-03-01_gpu_tensors.ipynb", NB)]
+    junk = [
+        (f"gpu_tensors_hog_attempt_2024-03-01_junk{i}.ipynb", os.urandom(100_000)) for i in range(5)
+    ]
+    entries = junk + [
+        ("gpu_tensors_hog_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_ann_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+    ]
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     assert (course / "submitted" / "ann" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
     assert not (course / "submitted" / "hog").joinpath("gpu_tensors").exists()
@@ -127,19 +143,29 @@ def test_reading_never_follows_a_link_or_opens_a_fifo(tmp_path):
     assert files == {"real.txt": b"real"} and len(refused) == 2
 
 
-@pytest.mark.parametrize("change, words", [
-    (lambda nb: nb.cells[3].metadata.update(nbgrader="x"), "not a mapping"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(schema_version=1), "Outdated schema"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade="yes"), "not of type 'boolean'"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(points=-1), "less than the minimum"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade_id="bonus"), "'bonus'"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].pop("grade_id"), "does not have a grade_id"),
-    (lambda nb: nb.cells[3].metadata.update(nbgrader={}), "nbgrader refuses"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(extra=1), "'extra' was unexpected"),
-    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade=True, points=5), "role changed"),
-    (lambda nb: nb.cells.__setitem__(3, nbformat.v4.new_markdown_cell(
-        "x", metadata={"nbgrader": dict(nb.cells[3].metadata["nbgrader"])})), "was changed from"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda nb: nb.cells[3].metadata.update(nbgrader="x"), "not a mapping"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].update(schema_version=1), "Outdated schema"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade="yes"), "not of type 'boolean'"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].update(points=-1), "less than the minimum"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade_id="bonus"), "'bonus'"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].pop("grade_id"), "does not have a grade_id"),
+        (lambda nb: nb.cells[3].metadata.update(nbgrader={}), "nbgrader refuses"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].update(extra=1), "'extra' was unexpected"),
+        (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade=True, points=5), "role changed"),
+        (
+            lambda nb: nb.cells.__setitem__(
+                3,
+                nbformat.v4.new_markdown_cell(
+                    "x", metadata={"nbgrader": dict(nb.cells[3].metadata["nbgrader"])}
+                ),
+            ),
+            "was changed from",
+        ),
+    ],
+)
 def test_metadata_nbgrader_would_choke_on_is_an_invalid_notebook(change, words):
     nb = make_submission(RELEASE, SOLUTIONS)
     assert nb.cells[3].metadata["nbgrader"]["grade_id"] == "checks"
@@ -157,27 +183,54 @@ def test_copies_of_a_cell_are_graded_as_ordinary_cells():
     nb.cells.insert(5, nbformat.from_dict(nb.cells[3]))
     files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
     cleaned, notes = inbox.without_copies(files, ["gpu_tensors.ipynb"])
-    ids = [c.metadata.get("nbgrader", {}).get("grade_id")
-           for c in nbformat.reads(cleaned["gpu_tensors.ipynb"].decode(), as_version=4).cells]
+    ids = [
+        c.metadata.get("nbgrader", {}).get("grade_id")
+        for c in nbformat.reads(cleaned["gpu_tensors.ipynb"].decode(), as_version=4).cells
+    ]
     assert ids.count("checks") == 1 and ids.index("checks") == 3
-    assert notes == ["gpu_tensors.ipynb: copies of cell(s) checks graded as ordinary cells "
-                     "(only the first counts)"]
+    assert notes == [
+        "gpu_tensors.ipynb: copies of cell(s) checks graded as ordinary cells "
+        "(only the first counts)"
+    ]
 
 
 def _without(nb, *grade_ids):
-    nb.cells = [c for c in nb.cells
-                if c.metadata.get("nbgrader", {}).get("grade_id") not in grade_ids]
+    nb.cells = [
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in grade_ids
+    ]
     return nb
 
 
-@pytest.mark.parametrize("change, words", [
-    # A cell that names a test of the assignment with every role taken off, placed first.
-    (lambda nb: nb.cells.insert(1, nbformat.v4.new_markdown_cell("x", metadata={"nbgrader": {
-        "grade_id": "test_q2_mb", "grade": False, "solution": False, "locked": False,
-        "task": False, "schema_version": 3}})), "('test_q2_mb') was changed from a code cell"),
-    # An answer deleted with its test: nbgrader cannot put the test back.
-    (lambda nb: _without(nb, "q1_prepare_batch", "test_q1_shape"), "'test_q1_shape' was deleted"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        # A cell that names a test of the assignment with every role taken off, placed first.
+        (
+            lambda nb: nb.cells.insert(
+                1,
+                nbformat.v4.new_markdown_cell(
+                    "x",
+                    metadata={
+                        "nbgrader": {
+                            "grade_id": "test_q2_mb",
+                            "grade": False,
+                            "solution": False,
+                            "locked": False,
+                            "task": False,
+                            "schema_version": 3,
+                        }
+                    },
+                ),
+            ),
+            "('test_q2_mb') was changed from a code cell",
+        ),
+        # An answer deleted with its test: nbgrader cannot put the test back.
+        (
+            lambda nb: _without(nb, "q1_prepare_batch", "test_q1_shape"),
+            "'test_q1_shape' was deleted",
+        ),
+    ],
+)
 def test_a_notebook_nbgrader_could_not_put_together_is_an_invalid_notebook(course, change, words):
     """Each of these once crashed nbgrader's OverwriteCells: the fate was the grader's own
     `error`, for a notebook an honest learner could have made."""
@@ -196,9 +249,16 @@ def test_a_deleted_test_alone_is_left_to_nbgrader_which_puts_it_back(course):
     assert inbox.problem(files, [], ["gpu_tensors.ipynb"], cells) is None
 
 
-@pytest.mark.parametrize("stamp, ok", [
-    ("2024-03-01 10:00:00.000000 UTC", True), ("2024-03-01 10:00:00", True),
-    ("2024-03-01 10:00:00 /etc/shadow", False), ("not a date", False), ("", False)])
+@pytest.mark.parametrize(
+    "stamp, ok",
+    [
+        ("2024-03-01 10:00:00.000000 UTC", True),
+        ("2024-03-01 10:00:00", True),
+        ("2024-03-01 10:00:00 /etc/shadow", False),
+        ("not a date", False),
+        ("", False),
+    ],
+)
 def test_a_timestamp_must_be_a_date_and_nothing_else(stamp, ok):
     """nbgrader hands a timestamp's last word to a time-zone lookup, which opens any path."""
     problem = inbox.timestamp_problem({"timestamp.txt": stamp.encode()})
@@ -210,10 +270,13 @@ def test_an_honest_notebook_passes_the_inbox(course):
     cells = inbox.source_cells(course, "gpu_tensors")
     assert inbox.problem(files, [], ["gpu_tensors.ipynb"], cells) is None
     assert inbox.problem({}, [], ["gpu_tensors.ipynb"], cells)[0] == "no notebook"
-    assert inbox.problem({"gpu_tensors.ipynb": b"{"}, [], ["gpu_tensors.ipynb"],
-                         cells)[0] == "invalid notebook"
-    assert inbox.problem(files, ["x is a link"], ["gpu_tensors.ipynb"], cells)[0] == \
-        "invalid notebook"
+    assert (
+        inbox.problem({"gpu_tensors.ipynb": b"{"}, [], ["gpu_tensors.ipynb"], cells)[0]
+        == "invalid notebook"
+    )
+    assert (
+        inbox.problem(files, ["x is a link"], ["gpu_tensors.ipynb"], cells)[0] == "invalid notebook"
+    )
 
 
 def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_path):
@@ -222,15 +285,19 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
     exchange = tmp_path / "exchange"
     inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound"
     inbound.mkdir(parents=True)
-    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
-                                               + f"\nc.Exchange.root = {str(exchange)!r}\n")
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
+    )
     from tests.class_fixture import nbgrader
 
     nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
     stamp = "2024-03-01 10:00:00.000000 UTC"
     me = __import__("pwd").getpwuid(os.geteuid()).pw_name
-    for name in (f"{me}+gpu_tensors+{stamp}+a", f"alice+gpu_tensors+{stamp}+b",
-                 f"{me}2+gpu_tensors+not a date+c"):
+    for name in (
+        f"{me}+gpu_tensors+{stamp}+a",
+        f"alice+gpu_tensors+{stamp}+b",
+        f"{me}2+gpu_tensors+not a date+c",
+    ):
         (inbound / name).mkdir()
         (inbound / name / "gpu_tensors.ipynb").write_bytes(NB)
         (inbound / name / "timestamp.txt").write_text("2099-01-01 00:00:00 /etc/shadow")
@@ -250,16 +317,19 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
 BLANK = nbformat.writes(make_submission(RELEASE, {})).encode()
 OLD_BLACKBOARD_REGEXP = (  # the pattern this course shipped before: an id could hold no '_'
     r"^(?P<assignment>.*?)_(?P<student_id>[A-Za-z0-9][A-Za-z0-9.\-]*)_attempt_"
-    r"(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_(?P<file_id>.+)$")
+    r"(?P<timestamp>[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-[0-9]{2}){0,3})_(?P<file_id>.+)$"
+)
 
 
 def test_lms_ids_keep_their_underscores_and_renamed_notebooks_are_taken(course, tmp_path):
     """Blackboard usernames may hold '_': a_smith and b_smith stay two students, stu_ada
     stays stu_ada, and a notebook the LMS renamed (gpu_tensors-1.ipynb) is the notebook."""
-    entries = [("gpu_tensors_a_smith_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
-               ("gpu_tensors_b_smith_attempt_2024-03-01-11-00-00_gpu_tensors.ipynb", BLANK),
-               ("gpu_tensors_stu_ada_attempt_2024-03-01_gpu_tensors-1.ipynb", NB),
-               ("gpu_tensors_bo_attempt_2024-03-01_gpu_tensors (2).ipynb", NB)]
+    entries = [
+        ("gpu_tensors_a_smith_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_b_smith_attempt_2024-03-01-11-00-00_gpu_tensors.ipynb", BLANK),
+        ("gpu_tensors_stu_ada_attempt_2024-03-01_gpu_tensors-1.ipynb", NB),
+        ("gpu_tensors_bo_attempt_2024-03-01_gpu_tensors (2).ipynb", NB),
+    ]
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     assert problems == []
     submitted = course / "submitted"
@@ -274,11 +344,17 @@ def test_two_lms_names_read_as_one_id_are_refused_never_merged(course, tmp_path)
     """Where a course's own named_regexp reads a_smith and b_smith both as 'smith', neither
     entry is taken and the problem names both."""
     config = course / "nbgrader_config.py"
-    config.write_text(config.read_text() + "\nc.FileNameCollectorPlugin.named_regexp = "
-                      + repr(OLD_BLACKBOARD_REGEXP) + "\n")
-    entries = [("gpu_tensors_a_smith_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
-               ("gpu_tensors_b_smith_attempt_2024-03-01-11-00-00_gpu_tensors.ipynb", BLANK),
-               ("gpu_tensors_cy_attempt_2024-03-01_gpu_tensors.ipynb", NB)]
+    config.write_text(
+        config.read_text()
+        + "\nc.FileNameCollectorPlugin.named_regexp = "
+        + repr(OLD_BLACKBOARD_REGEXP)
+        + "\n"
+    )
+    entries = [
+        ("gpu_tensors_a_smith_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_b_smith_attempt_2024-03-01-11-00-00_gpu_tensors.ipynb", BLANK),
+        ("gpu_tensors_cy_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+    ]
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     assert sorted(p.name for p in (course / "submitted").iterdir()) == ["cy"]
     [(student, fate, message)] = problems
@@ -311,11 +387,14 @@ def test_collect_finds_the_exchange_that_plain_nbgrader_finds(course, tmp_path, 
     (system / "nbgrader_config.py").write_text(f"c.Exchange.root = {str(exchange)!r}\n")
     monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(system))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "home-jupyter"))  # none there
-    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
-                                               + "\nc.ExchangeCollect.check_owner = False\n")
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "\nc.ExchangeCollect.check_owner = False\n"
+    )
     assert importers.import_exchange(course, "gpu_tensors") == []
     assert (course / "submitted" / "ada" / "gpu_tensors" / "gpu_tensors.ipynb").is_file()
-    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
-                                               + f"\nc.Exchange.root = {str(tmp_path / 'none')!r}\n")
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text()
+        + f"\nc.Exchange.root = {str(tmp_path / 'none')!r}\n"
+    )
     with pytest.raises(importers.ImportFailed):
         importers.import_exchange(course, "gpu_tensors")

@@ -8,6 +8,7 @@ error is retried; chosen students are graded again; a manual grade is given; fee
 back through the exchange, and each student fetches only their own page. The cheap checks
 (bad options, a missing bubblewrap, the Canvas export) need no class.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,9 +46,14 @@ c.LateSubmissionPlugin.penalty_method = "zero"
 
 
 # -- cheap: no class ----------------------------------------------------------------------
-@pytest.mark.parametrize("args, said", [(["--jobs", "0"], "--jobs must be at least 1"),
-                                         (["--student", "../ada"], "is not a student id"),
-                                         (["--report-only", "--force"], "grades nothing")])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--student", "../ada"], "is not a student id"),
+        (["--report-only", "--force"], "grades nothing"),
+    ],
+)
 def test_bad_options_are_refused(capsys, args, said):
     with pytest.raises(SystemExit) as stopped:
         cli.parse_args([ASSIGNMENT, *args])
@@ -55,8 +61,9 @@ def test_bad_options_are_refused(capsys, args, said):
 
 
 def test_several_students_are_named_by_repeating_the_option():
-    assert cli.parse_args([ASSIGNMENT, "--student", "stu_ada", "--student", "bo",
-                           "--force"]).students == ["stu_ada", "bo"]
+    assert cli.parse_args(
+        [ASSIGNMENT, "--student", "stu_ada", "--student", "bo", "--force"]
+    ).students == ["stu_ada", "bo"]
 
 
 def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, capsys):
@@ -64,7 +71,8 @@ def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, cap
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copy(SOURCE, course / "source" / ASSIGNMENT / NOTEBOOK)
     (course / "nbgrader_config.py").write_text(
-        (ROOT / "nbgrader_config.py").read_text() + '\nc.Sandbox.bwrap = "/nonexistent/bwrap"\n')
+        (ROOT / "nbgrader_config.py").read_text() + '\nc.Sandbox.bwrap = "/nonexistent/bwrap"\n'
+    )
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     nbformat.write(make_submission(RELEASE, SOLUTIONS), inbox / "ada.ipynb")
@@ -73,15 +81,15 @@ def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, cap
     assert "bubblewrap" in capsys.readouterr().err
     assert sorted(p.name for p in course.iterdir()) == before  # no submitted/, no ledger
     # --no-sandbox warns; here it then stops at the next check (no gradebook entry yet).
-    assert cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox),
-                     "--no-sandbox"]) == 2
+    assert (
+        cli.main([ASSIGNMENT, "--course", str(course), "--folder", str(inbox), "--no-sandbox"]) == 2
+    )
     said = capsys.readouterr().err
     assert "WARNING: --no-sandbox" in said and "generate_assignment" in said
     assert sorted(p.name for p in course.iterdir()) == before
 
 
-def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(
-        tmp_path):
+def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(tmp_path):
     """A Canvas column named 'Name (id)' updates that assignment; a unit that is not out yet
     (nobody submitted, or not yet due) is an empty cell, which Canvas leaves alone, not a 0
     that would overwrite it; once out, no submission is a 0; the roster's names fill the
@@ -94,7 +102,8 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     course.mkdir()
     (course / "nbgrader_config.py").write_text(
         (ROOT / "nbgrader_config.py").read_text()
-        + "\nc.CanvasExport.columns = {'unit1': 'Unit one (4821)'}\n")
+        + "\nc.CanvasExport.columns = {'unit1': 'Unit one (4821)'}\n"
+    )
     past = datetime.datetime(2024, 3, 1)
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
         gb.add_student("ada", first_name="Ada", last_name="Lovelace")
@@ -115,8 +124,7 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
 
 
-def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(
-        tmp_path):
+def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(tmp_path):
     """eve's grading failed (fate error), dave sent no notebook, erin an invalid one: no
     export gives them a 0 (which would overwrite the LMS's grade); both grades.csv and
     grades-canvas.csv have their row with an empty score, and report.csv says why. ada's
@@ -137,10 +145,12 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
         for student in ("ada", "dave", "eve", "erin"):  # _zero_submission leaves such rows
             gb.add_submission(ASSIGNMENT, student)
     ledger = Ledger(course, ASSIGNMENT)
-    outcomes = [Outcome("ada", "graded", 0.0, 0.0).as_dict(),
-                Outcome("dave", "no notebook", 0.0, None, ["no gpu_tensors.ipynb"]).as_dict(),
-                Outcome("eve", "error", None, None, ["nbgrader autograde failed: X"]).as_dict(),
-                Outcome("erin", "invalid notebook", 0.0, None, ["not JSON"]).as_dict()]
+    outcomes = [
+        Outcome("ada", "graded", 0.0, 0.0).as_dict(),
+        Outcome("dave", "no notebook", 0.0, None, ["no gpu_tensors.ipynb"]).as_dict(),
+        Outcome("eve", "error", None, None, ["nbgrader autograde failed: X"]).as_dict(),
+        Outcome("erin", "invalid notebook", 0.0, None, ["not JSON"]).as_dict(),
+    ]
     for outcome in outcomes:
         ledger.put(outcome)
     export_grades(course, [ASSIGNMENT], course / "grades.csv")
@@ -164,21 +174,45 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
 
 
 # -- the life cycle -----------------------------------------------------------------------
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
-                                reason="real Unix students need root and useradd")
-pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="needs bubblewrap (scripts/setup --system installs it)")]
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("useradd") is None,
+    reason="real Unix students need root and useradd",
+)
+pytestmark = [
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    )
+]
 
 
-def as_user(user: str, argv: list[str], cwd: Path,
-            path: str = f"{BIN}:/usr/bin:/bin") -> subprocess.CompletedProcess:
+def as_user(
+    user: str, argv: list[str], cwd: Path, path: str = f"{BIN}:/usr/bin:/bin"
+) -> subprocess.CompletedProcess:
     """Run as a real user. This machine's Python lives under /root (0700): an outer bwrap
     opens only it to them, as a laptop's Python is open to its user."""
     pw = pwd.getpwnam(user)
     python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
-    outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
-             "--ro-bind", python_home, python_home, "--chdir", str(cwd), "--",
-             "setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
+    outer = [
+        "bwrap",
+        "--dev-bind",
+        "/",
+        "/",
+        "--perms",
+        "0755",
+        "--tmpfs",
+        "/root",
+        "--ro-bind",
+        python_home,
+        python_home,
+        "--chdir",
+        str(cwd),
+        "--",
+        "setpriv",
+        f"--reuid={pw.pw_uid}",
+        f"--regid={pw.pw_gid}",
+        "--clear-groups",
+    ]
     env = {"PATH": path, "HOME": pw.pw_dir, "USER": user, "LANG": "C.UTF-8"}
     return subprocess.run(outer + argv, capture_output=True, text=True, env=env, timeout=300)
 
@@ -189,8 +223,12 @@ def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 
 def course_grade(course: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def report(course: Path) -> dict[str, dict]:
@@ -203,7 +241,8 @@ def submit(user: str, course_id: str, exchange: Path, answers: dict) -> None:
     (home / ".jupyter").mkdir(exist_ok=True)
     (home / ".jupyter" / "nbgrader_config.py").write_text(
         f"c = get_config()\nc.CourseDirectory.course_id = {course_id!r}\n"
-        f"c.Exchange.root = {str(exchange)!r}\n")
+        f"c.Exchange.root = {str(exchange)!r}\n"
+    )
     shutil.chown(home / ".jupyter", user, user)
     shutil.chown(home / ".jupyter" / "nbgrader_config.py", user, user)
     ok(as_user(user, ["nbgrader", "fetch_assignment", ASSIGNMENT], home))
@@ -215,8 +254,11 @@ def submit(user: str, course_id: str, exchange: Path, answers: dict) -> None:
 def make_users() -> None:
     for user in (*STUDENTS, INSTRUCTOR):
         subprocess.run(["userdel", "--remove", user], capture_output=True)
-        ok(subprocess.run(["useradd", "--create-home", "--user-group", user],
-                          capture_output=True, text=True))
+        ok(
+            subprocess.run(
+                ["useradd", "--create-home", "--user-group", user], capture_output=True, text=True
+            )
+        )
 
 
 def remove_users() -> None:
@@ -227,12 +269,15 @@ def remove_users() -> None:
 def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
     """Ctrl-C in the terminal (SIGINT to the whole process group) once one is graded."""
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
-    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
-                            "--collect", "-j", "1"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    run = subprocess.Popen(
+        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", "--collect", "-j", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not list(ledger.glob("*.json")) \
-            and run.poll() is None:
+    while time.monotonic() < deadline and not list(ledger.glob("*.json")) and run.poll() is None:
         time.sleep(0.1)
     os.killpg(run.pid, signal.SIGINT)
     stdout, stderr = run.communicate(timeout=120)
@@ -242,12 +287,17 @@ def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
 def every_score(course: Path) -> dict[str, dict]:
     """Each student's scores as the gradebook's grade rows, grades.csv, grades-canvas.csv
     and the report have them."""
-    rows = sqlite3.connect(course / "gradebook.db").execute(
-        "SELECT student.id, base_cell.name, grade.auto_score FROM grade "
-        "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
-        "JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id "
-        "JOIN student ON submitted_assignment.student_id = student.id "
-        "JOIN base_cell ON grade.cell_id = base_cell.id").fetchall()
+    rows = (
+        sqlite3.connect(course / "gradebook.db")
+        .execute(
+            "SELECT student.id, base_cell.name, grade.auto_score FROM grade "
+            "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
+            "JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id "
+            "JOIN student ON submitted_assignment.student_id = student.id "
+            "JOIN base_cell ON grade.cell_id = base_cell.id"
+        )
+        .fetchall()
+    )
     out = {s: {"cells": {}} for s in STUDENTS}
     for student, cell, score in rows:
         out[student]["cells"][cell] = score
@@ -268,9 +318,19 @@ def forge(exchange: Path, course_id: str, forger: str, victim: str) -> None:
     forged = exchange / course_id / "inbound" / f"{victim}+{ASSIGNMENT}+{stamp}+forged"
     pw = pwd.getpwnam(forger)
     writer = subprocess.run(
-        ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups", "sh",
-         "-c", f'mkdir "{forged}" && cat > "{forged}/{NOTEBOOK}"'],
-        input=nbformat.writes(make_submission(RELEASE, {})), text=True, capture_output=True)
+        [
+            "setpriv",
+            f"--reuid={pw.pw_uid}",
+            f"--regid={pw.pw_gid}",
+            "--clear-groups",
+            "sh",
+            "-c",
+            f'mkdir "{forged}" && cat > "{forged}/{NOTEBOOK}"',
+        ],
+        input=nbformat.writes(make_submission(RELEASE, {})),
+        text=True,
+        capture_output=True,
+    )
     assert writer.returncode == 0, writer.stderr
 
 
@@ -289,13 +349,18 @@ def life():
         shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
         (course / "nbgrader_config.py").write_text(
             (ROOT / "nbgrader_config.py").read_text()
-            + TEST_LIMITS.format(exchange=str(exchange)) + LIFE_CONFIG)
+            + TEST_LIMITS.format(exchange=str(exchange))
+            + LIFE_CONFIG
+        )
         prof = pwd.getpwnam(INSTRUCTOR)
         for path in [course, *course.rglob("*")]:
             os.chown(path, prof.pw_uid, prof.pw_gid, follow_symlinks=False)
-        runs = {step: as_user(INSTRUCTOR, [str(BIN / "nbgrader"), step, ASSIGNMENT], course,
-                              path="/usr/bin:/bin")
-                for step in ("generate_assignment", "release_assignment")}
+        runs = {
+            step: as_user(
+                INSTRUCTOR, [str(BIN / "nbgrader"), step, ASSIGNMENT], course, path="/usr/bin:/bin"
+            )
+            for step in ("generate_assignment", "release_assignment")
+        }
         course_id = load_course_config(course).CourseDirectory.course_id
         submit("cg19ada", course_id, exchange, SOLUTIONS)
         submit("cg19cy", course_id, exchange, {})
@@ -372,8 +437,10 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
     page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
     assert f"mean {TOTAL / 3:.1f} of {TOTAL:g}" in page
     # The student x question table: bo's answers earned every question, the penalty took all.
-    assert f"<td>cg19bo</td><td>8</td><td>6</td><td>9</td><td>7</td><td>0</td><td>{TOTAL:g}</td>" \
+    assert (
+        f"<td>cg19bo</td><td>8</td><td>6</td><td>9</td><td>7</td><td>0</td><td>{TOTAL:g}</td>"
         in page
+    )
 
 
 @needs_root
@@ -388,8 +455,9 @@ def test_a_forgery_is_the_forgers_and_the_victim_keeps_their_grade(life):
     outcomes = report(course)
     assert outcomes[victim]["this_run"] == "unchanged" and outcomes[victim]["fate"] == "graded"
     assert (ledger / f"{victim}.json").read_text() == runs["kept"][victim]
-    assert any(f"cg19cy submitted it under {victim}'s name" in d
-               for d in outcomes["cg19cy"]["details"])
+    assert any(
+        f"cg19cy submitted it under {victim}'s name" in d for d in outcomes["cg19cy"]["details"]
+    )
     cy_line = next(line for line in runs["rest"].stdout.splitlines() if line.startswith("cg19cy"))
     assert victim in cy_line
     assert "not collected" in runs["rest"].stderr and "untouched" in runs["rest"].stderr
@@ -424,10 +492,12 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
     before = every_score(course)
     bo = json.loads((ledger / "cg19bo.json").read_text())
-    (ledger / "cg19bo.json").write_text(json.dumps(
-        {**bo, "fate": "error", "details": ["grading worker failed: interrupted"]}))
-    run = ok(course_grade(course, "--student", "cg19bo", "--student", "cg19cy",
-                          "--export", "canvas"))
+    (ledger / "cg19bo.json").write_text(
+        json.dumps({**bo, "fate": "error", "details": ["grading worker failed: interrupted"]})
+    )
+    run = ok(
+        course_grade(course, "--student", "cg19bo", "--student", "cg19cy", "--export", "canvas")
+    )
     outcomes = report(course)
     assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
     assert outcomes["cg19bo"]["fate"] == "graded" and set(outcomes) >= set(STUDENTS)
@@ -466,8 +536,7 @@ def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
     run = ok(course_grade(course, "--student", "cg19cy", "--force"))
     assert "cg19cy had manual grades" in run.stderr and "--report-only" in run.stderr
     assert report(course)["cg19cy"]["score"] == 1.5
-    assert "manual grades" not in ok(course_grade(course, "--student", "cg19ada",
-                                                  "--force")).stderr
+    assert "manual grades" not in ok(course_grade(course, "--student", "cg19ada", "--force")).stderr
     ok(course_grade(course, "--report-only"))
 
 
@@ -476,8 +545,9 @@ def test_report_only_shows_a_manual_grade_in_reports_exports_and_feedback(life):
 def test_root_leaves_nothing_of_its_own_in_the_instructors_course(life):
     course, _, _, _ = life
     prof = pwd.getpwnam(INSTRUCTOR).pw_uid
-    roots = [str(p.relative_to(course)) for p in [course, *course.rglob("*")]
-             if p.lstat().st_uid != prof]
+    roots = [
+        str(p.relative_to(course)) for p in [course, *course.rglob("*")] if p.lstat().st_uid != prof
+    ]
     assert roots == []  # so the instructor's own nbgrader and course-grade work on it
 
 
@@ -496,18 +566,34 @@ def test_no_student_work_or_grade_can_be_committed(life):
         (repo / "course" / "incoming").mkdir()
         (repo / "course" / "incoming" / "ada.ipynb").write_text("{}")
         ok(subprocess.run(["git", "init", "-q"], cwd=repo / "course", capture_output=True))
-        listed = ok(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                                   cwd=repo / "course", capture_output=True, text=True)).stdout
+        listed = ok(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=all"],
+                cwd=repo / "course",
+                capture_output=True,
+                text=True,
+            )
+        ).stdout
         paths = [line[3:] for line in listed.splitlines()]
         assert any(p.startswith("source/") for p in paths)
-        assert [p for p in paths if p.split("/")[0] not in
-                (".gitignore", "nbgrader_config.py", "source", "release")] == []
+        assert [
+            p
+            for p in paths
+            if p.split("/")[0] not in (".gitignore", "nbgrader_config.py", "source", "release")
+        ] == []
     finally:
         shutil.rmtree(repo, ignore_errors=True)
 
 
-SECRETS = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db",
-           "nbgrader_config.py")
+SECRETS = (
+    "source",
+    "release",
+    "submitted",
+    "autograded",
+    "feedback",
+    "gradebook.db",
+    "nbgrader_config.py",
+)
 
 
 def others_can_read(top: Path) -> list[str]:
@@ -523,8 +609,10 @@ def others_can_read(top: Path) -> list[str]:
                 continue
             ancestors = [top, *[top / p for p in list(rel.parents)[:-1][::-1]]]
             with contextlib.suppress(FileNotFoundError):
-                if all(a.stat().st_mode & 0o001 for a in ancestors) \
-                        and path.lstat().st_mode & 0o004:
+                if (
+                    all(a.stat().st_mode & 0o001 for a in ancestors)
+                    and path.lstat().st_mode & 0o004
+                ):
                     found.append(str(path))
     return found
 
@@ -554,13 +642,20 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     course, exchange, _, _ = life
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
     stamps = {p.name: p.stat().st_mtime_ns for p in ledger.glob("*.json")}
-    run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "--no-progress",
-                            "--force", "-j", "1"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    run = subprocess.Popen(
+        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", "--force", "-j", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     seen, readable = set(), set()
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and run.poll() is None and all(
-            p.stat().st_mtime_ns == stamps.get(p.name) for p in ledger.glob("*.json")):
+    while (
+        time.monotonic() < deadline
+        and run.poll() is None
+        and all(p.stat().st_mtime_ns == stamps.get(p.name) for p in ledger.glob("*.json"))
+    ):
         for folder, copy in ours(exchange).items():
             seen.add(folder)
             with contextlib.suppress(FileNotFoundError):

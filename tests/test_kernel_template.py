@@ -4,6 +4,7 @@ submissions' data, and the template never ran a cell.
 Each test starts a real template in the test kernel's sandbox, as a grading worker does,
 and forks kernels from it one after the other, as for two submissions.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,13 @@ from traitlets.config import Config
 from autograder import testkernel
 from autograder.outputs import OutputBudget
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    ),
+]
 UID = 61991 if os.geteuid() == 0 else -1
 
 
@@ -44,9 +50,14 @@ def run_in_fresh_kernels(kernel, *cells: str) -> list[str]:
             session = await kernel.session(None, 60, OutputBudget(10**6, []))
             try:
                 status, outputs = await session.execute(code)
-                texts.append("".join(o.get("text", "") for o in outputs)
-                             + "".join(f"{o.get('ename')}: {o.get('evalue')}" for o in outputs
-                                       if o.get("output_type") == "error"))
+                texts.append(
+                    "".join(o.get("text", "") for o in outputs)
+                    + "".join(
+                        f"{o.get('ename')}: {o.get('evalue')}"
+                        for o in outputs
+                        if o.get("output_type") == "error"
+                    )
+                )
             finally:
                 session.end()
         return texts
@@ -55,7 +66,9 @@ def run_in_fresh_kernels(kernel, *cells: str) -> list[str]:
 
 
 def test_a_second_submissions_kernel_sees_nothing_of_the_first(template):
-    first, second = run_in_fresh_kernels(template, """
+    first, second = run_in_fresh_kernels(
+        template,
+        """
 import os, sys, torch, autograder.test_side as side
 open("/tmp/work/answers.txt", "w").write("ada's answers")
 open("/tmp/elsewhere.txt", "w").write("ada's answers")
@@ -66,13 +79,15 @@ leftover = bytearray(b"ADA-HEAP-MARKER" * 200_000)
 secret = torch.full((1_000_000,), 7.0)
 del leftover, secret
 print(os.getpid(), sorted(os.listdir("/tmp/work")))
-""", """
+""",
+        """
 import os, sys, torch, autograder.test_side as side
 print(os.getpid(), sorted(os.listdir("/tmp/work")), os.path.exists("/tmp/elsewhere.txt"),
       "ADA" in os.environ, hasattr(side, "MARK"), "ada_module" in sys.modules,
       bytes(torch.empty(4_000_000, dtype=torch.uint8).numpy()).count(b"ADA-HEAP"),
       int((torch.empty(1_000_000) == 7.0).sum()))
-""")
+""",
+    )
     assert "answers.txt" in first and "data.txt" in first
     assert second.split(" ", 1)[1] == "['data.txt'] False False False False 0 0\n", second
 
@@ -91,8 +106,10 @@ def test_a_template_that_dies_is_replaced_and_the_submission_withheld(template):
     (same uid, same sandbox): if it goes, that submission's points are withheld and the
     next submission gets a new template."""
     with pytest.raises(testkernel.TestKernelProblem, match="died"):
-        run_in_fresh_kernels(template, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
-                                       "import time; time.sleep(30)")
+        run_in_fresh_kernels(
+            template,
+            "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(30)",
+        )
     assert run_in_fresh_kernels(template, "print('fresh')") == ["fresh\n"]
     assert template.starts == 2
 
@@ -114,8 +131,9 @@ def test_where_forking_is_not_safe_test_kernels_start_without_a_template(tmp_pat
     config.SandboxMixin.extra_env = ["OMP_NUM_THREADS=4"]
     kernel = testkernel.TestKernel(config, staging, UID)
     try:
-        first, second = run_in_fresh_kernels(kernel, "import os; print(os.getpid())",
-                                              "import os; print(os.getpid())")
+        first, second = run_in_fresh_kernels(
+            kernel, "import os; print(os.getpid())", "import os; print(os.getpid())"
+        )
         assert first.strip().isdigit() and second.strip().isdigit()
         assert kernel.without_template and "thread" in kernel.without_template
         assert kernel.km is None  # each one went with its submission

@@ -1,5 +1,6 @@
 """The first lesson, gpu_tensors: what it teaches, executed top to bottom on the CPU, and as
 committed. What every lesson has is tested for every unit in test_lessons.py."""
+
 import re
 
 import pytest
@@ -23,18 +24,16 @@ def executed():
 
 def test_tensor_py_prints_the_seeds_lines(executed):
     assert printed(cell_with(executed, "x = torch.from_numpy(a)")) == (
-        "torch.float64 torch.float32\n"
-        "torch.Size([2, 3]) cpu\n")
-    assert printed(cell_with(executed, "z = x * 10")) == (
-        "cpu\n"
-        "[[ 0.  0.  0.]\n"
-        " [20. 40.  0.]]\n")
+        "torch.float64 torch.float32\ntorch.Size([2, 3]) cpu\n"
+    )
+    assert printed(cell_with(executed, "z = x * 10")) == ("cpu\n[[ 0.  0.  0.]\n [20. 40.  0.]]\n")
 
 
 def test_from_numpy_shares_memory_and_torch_tensor_copies_keeping_float64(executed):
     assert printed(cell_with(executed, "copied = torch.tensor(a)")) == (
-        "5.0 0.0\n"                        # only the tensor from torch.from_numpy saw a[0, 0] = 5
-        "torch.float64 torch.float32\n")   # torch.tensor kept NumPy's float64
+        "5.0 0.0\n"  # only the tensor from torch.from_numpy saw a[0, 0] = 5
+        "torch.float64 torch.float32\n"
+    )  # torch.tensor kept NumPy's float64
 
 
 def test_a_model_moves_in_place_and_a_tensor_made_on_the_device_needs_no_copy(executed):
@@ -45,7 +44,8 @@ def test_size_py_prints_the_seeds_lines(executed):
     assert printed(cell_with(executed, "clouds = torch.zeros(8, 2048, 3)")) == (
         "torch.Size([8, 2048, 3]) torch.float32\n"
         "49152 numbers of 4 bytes each\n"
-        "0.196608 MB (counted)\n")
+        "0.196608 MB (counted)\n"
+    )
 
 
 def test_device_error_cell_prints_the_error_and_the_fix_works(executed):
@@ -64,8 +64,12 @@ def test_the_text_quotes_the_meta_devices_message_as_it_is(executed):
 
 def test_worked_example_arithmetic_matches_the_text(executed):
     out = printed(cell_with(executed, "size_bytes = 1_000_000 * 3 * 4"))
-    for line in ["1. size: 12 MB", "2. copy to the GPU: 0.48 ms", "3. work on the GPU: 0.016 ms",
-                 "GPU route: 0.98 ms against the CPU's 0.4 ms"]:
+    for line in [
+        "1. size: 12 MB",
+        "2. copy to the GPU: 0.48 ms",
+        "3. work on the GPU: 0.016 ms",
+        "GPU route: 0.98 ms against the CPU's 0.4 ms",
+    ]:
         assert line in out
 
 
@@ -79,8 +83,10 @@ def test_measurements_print_units_and_say_there_is_no_gpu(executed):
 def test_without_a_gpu_the_verdict_claims_no_gpu_result(executed):
     """The CPU side is measured, the GPU side the text's assumption, and the verdict says
     so: it never calls a route faster "here" when nothing on the GPU was measured."""
-    one = re.search(r"CPU step, 1 thread: ([\d.]+) ms",
-                    printed(cell_with(executed, "times = measure_step(device)"))).group(1)
+    one = re.search(
+        r"CPU step, 1 thread: ([\d.]+) ms",
+        printed(cell_with(executed, "times = measure_step(device)")),
+    ).group(1)
     verdict = printed(cell_with(executed, "print(times.verdict())"))
     assert f"CPU route, measured here: {one} ms on 1 thread" in verdict
     assert "GPU route, assumed (no GPU here): 0.480 ms + 0.016 ms + 0.480 ms = 0.976 ms" in verdict
@@ -90,8 +96,12 @@ def test_without_a_gpu_the_verdict_claims_no_gpu_result(executed):
 
 
 def test_the_verdict_and_the_race_use_the_same_cpu_figure(executed):
-    one = float(re.search(r"CPU step, 1 thread: ([\d.]+) ms",
-                          printed(cell_with(executed, "times = measure_step(device)"))).group(1))
+    one = float(
+        re.search(
+            r"CPU step, 1 thread: ([\d.]+) ms",
+            printed(cell_with(executed, "times = measure_step(device)")),
+        ).group(1)
+    )
     probe = printed(cell_with(executed, 'measured = race.races["measured"]'))
     assert f"race CPU step: {one:.3f} ms" in probe
     assert "race GPU assumed: True" in probe
@@ -120,8 +130,9 @@ def test_background_timing_runs_on_cpu_and_explains(executed):
 
 def test_go_further_cells_run_on_cpu_and_say_what_a_gpu_would_show(executed):
     threads = printed(cell_with(executed, "print(times.threads_line())"))
-    assert re.fullmatch(r"CPU step, \d+ threads: [\d.]+ ms \(1 thread: [\d.]+ ms\), both measured\n",
-                        threads)
+    assert re.fullmatch(
+        r"CPU step, \d+ threads: [\d.]+ ms \(1 thread: [\d.]+ ms\), both measured\n", threads
+    )
     assert printed(cell_with(executed, "print(link_report(times))")).startswith("No GPU here")
     assert printed(cell_with(executed, "print(event_timing(device))")).startswith("No GPU here")
 
@@ -150,9 +161,11 @@ def test_predictions_are_asked_before_their_outputs(committed):
     assert index("Predict, press Run") < index("race = RaceWidget(")
     assert index("**Predict first:** how many megabytes") < index("clouds = torch.zeros")
     # Each of these prompts has its answer folded right under it, before the cell.
-    for prompt, cell in [("what does `x_far + y_cpu` give?", "x_far + y_cpu\nexcept"),
-                         ("which route will be faster for one step?", "times = measure_step("),
-                         ("which of the three times is the smallest?", "background_timing(device)")]:
+    for prompt, cell in [
+        ("what does `x_far + y_cpu` give?", "x_far + y_cpu\nexcept"),
+        ("which route will be faster for one step?", "times = measure_step("),
+        ("which of the three times is the smallest?", "background_timing(device)"),
+    ]:
         at = index(prompt)
         assert at < index(cell)
         after = sources[at].split(prompt, 1)[1]
@@ -161,17 +174,26 @@ def test_predictions_are_asked_before_their_outputs(committed):
 
 def test_seed_sections_appear_in_order(committed):
     text = "\n".join(c.source for c in committed.cells if c.cell_type == "markdown")
-    headings = ["# PyTorch tensors on the GPU", "Intermediate", "Read these first",
-                "Units that build on this one", "After this unit you can",
-                "## The idea in one paragraph",
-                "## A tensor is an array that knows which device holds it",
-                "## A GPU applies one step to thousands of numbers at once",
-                "Two processors, two memories, and a narrow link between them",
-                "## The copy can take longer than the work",
-                "Worked example: is one step worth a trip to the GPU?",
-                "## A race: 256 numbers, several steps each", "## These numbers are rough",
-                "## Timing GPU work", "## Check yourself", "## Go further",
-                "## Where this shows up", "## Sources"]
+    headings = [
+        "# PyTorch tensors on the GPU",
+        "Intermediate",
+        "Read these first",
+        "Units that build on this one",
+        "After this unit you can",
+        "## The idea in one paragraph",
+        "## A tensor is an array that knows which device holds it",
+        "## A GPU applies one step to thousands of numbers at once",
+        "Two processors, two memories, and a narrow link between them",
+        "## The copy can take longer than the work",
+        "Worked example: is one step worth a trip to the GPU?",
+        "## A race: 256 numbers, several steps each",
+        "## These numbers are rough",
+        "## Timing GPU work",
+        "## Check yourself",
+        "## Go further",
+        "## Where this shows up",
+        "## Sources",
+    ]
     positions = [text.index(h) for h in headings]
     assert positions == sorted(positions)
     # Three Check yourself answers, and the folded answers to three predictions.
@@ -187,8 +209,12 @@ def test_what_goes_beyond_the_seed_is_in_go_further(committed):
     """The link report, the thread counts and CUDA events are not on the main path."""
     sources = [c.source for c in committed.cells]
     further = next(i for i, s in enumerate(sources) if "## Go further" in s)
-    for snippet in ["print(link_report(times))", "print(times.threads_line())",
-                    "print(event_timing(device))", "torch.cuda.Event("]:
+    for snippet in [
+        "print(link_report(times))",
+        "print(times.threads_line())",
+        "print(event_timing(device))",
+        "torch.cuda.Event(",
+    ]:
         assert min(i for i, s in enumerate(sources) if snippet in s) > further, snippet
 
 
@@ -197,8 +223,8 @@ def test_pinned_and_pageable_memory_are_defined_before_they_are_used(committed):
     # title is not a use of the word.
     text = re.sub(r"\[[^\]]*\]\([^)]*\.ipynb[^)]*\)", "", _markdown(committed))
     paragraph = text.index("A copy to the GPU starts from one of two kinds of memory.")
-    assert "Ordinary **pageable** memory is" in text[paragraph:paragraph + 200]
-    assert "**Pinned** (page-locked) memory stays" in text[paragraph:paragraph + 400]
+    assert "Ordinary **pageable** memory is" in text[paragraph : paragraph + 200]
+    assert "**Pinned** (page-locked) memory stays" in text[paragraph : paragraph + 400]
     assert text.lower().index("pageable") > paragraph and text.lower().index("pinned") > paragraph
 
 
@@ -208,35 +234,52 @@ def test_go_further_says_what_pytorch_does(committed):
     # pin_memory() returns a pinned copy; pinning has a cost; the measured pinned route leaves it out.
     assert "`x.pin_memory()` returns a **copy** of `x` in pinned memory" in flat
     # The guide's sentence, quoted as it is: it is about pin_memory() then a non-blocking copy.
-    assert ('"using `tensor.pin_memory().to(device, non_blocking=True)` can be up to twice as slow as a '
-            'straightforward `tensor.to(device)`"') in flat
+    assert (
+        '"using `tensor.pin_memory().to(device, non_blocking=True)` can be up to twice as slow as a '
+        'straightforward `tensor.to(device)`"'
+    ) in flat
     assert "the pinned figure measured above leaves out the cost of pinning" in flat
     # non_blocking lets the host go on; the copy stays in order on its stream; the way back syncs.
     assert "lets the CPU go on at once" in flat and "still runs in order" in flat
     # Copy.cu: a blocking copy waits for the whole stream; non_blocking=True leaves that wait
     # out, pinned or not. From pageable memory the driver may still synchronize (NVIDIA's
     # API synchronization behavior), so the lesson does not promise the CPU goes on.
-    assert ("A plain `x.to(\"cuda\")` queues the copy and then waits for the whole stream, the GPU's queue: "
-            "for all the work queued before the copy, then for the copy.") in flat
-    assert ("with `non_blocking=True` PyTorch skips its own `cudaStreamSynchronize`, but the CUDA driver may "
-            "still synchronize with the stream while it stages the data into pinned memory, so don't count on "
-            "the CPU going on.") in flat
+    assert (
+        'A plain `x.to("cuda")` queues the copy and then waits for the whole stream, the GPU\'s queue: '
+        "for all the work queued before the copy, then for the copy."
+    ) in flat
+    assert (
+        "with `non_blocking=True` PyTorch skips its own `cudaStreamSynchronize`, but the CUDA driver may "
+        "still synchronize with the stream while it stages the data into pinned memory, so don't count on "
+        "the CPU going on."
+    ) in flat
     assert "the CPU still stages the data itself" not in flat and "does skip the wait" not in flat
     lesson = flat.split("## Sources", 1)[0]
     assert "no effect" not in lesson and "as if the flag were not there" not in lesson
     assert "needs the copy on another stream (`torch.cuda.Stream`)" in flat
     assert "call `torch.cuda.synchronize()` before the CPU reads `y`" in flat
     # DataLoader(pin_memory=True) alone does not overlap the copy with the work.
-    assert "Pinned batches and the flag alone do not copy the next batch while the GPU works on the last" in flat
+    assert (
+        "Pinned batches and the flag alone do not copy the next batch while the GPU works on the last"
+        in flat
+    )
     # Threads compete with other programs on a busy machine.
     assert "so all of them can come out slower than one" in flat
     # CUDA events: the warm-up matters; a synchronize before start is optional.
-    assert "What matters is the warm-up" in flat and "A synchronize before `start` is optional" in flat
+    assert (
+        "What matters is the warm-up" in flat and "A synchronize before `start` is optional" in flat
+    )
     assert "so that only the work in between is timed" not in flat
     # The CUDA events pattern: warm up, synchronize, record, synchronize, read.
     code = further.split("```python", 1)[1].split("```", 1)[0]
-    order = ["# warm-up", "torch.cuda.synchronize()", "start.record()", "end.record()",
-             "torch.cuda.synchronize()", "elapsed_time"]
+    order = [
+        "# warm-up",
+        "torch.cuda.synchronize()",
+        "start.record()",
+        "end.record()",
+        "torch.cuda.synchronize()",
+        "elapsed_time",
+    ]
     at, positions = 0, []
     for part in order:
         at = code.index(part, at) + 1
@@ -246,38 +289,50 @@ def test_go_further_says_what_pytorch_does(committed):
 
 def test_every_claim_has_a_primary_source(committed):
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
-    for url in ["https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to",
-                "https://docs.pytorch.org/docs/stable/generated/torch.from_numpy.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.pin_memory.html",
-                "https://docs.pytorch.org/docs/stable/notes/cuda.html",
-                "https://docs.pytorch.org/docs/stable/meta.html",
-                "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
-                "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
-                "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
-                "a100-datasheet", "t4-tensor-core-datasheet", "https://pcisig.com/specifications",
-                "https://doi.org/10.1145/1498765.1498785"]:
+    for url in [
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to",
+        "https://docs.pytorch.org/docs/stable/generated/torch.from_numpy.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.pin_memory.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html",
+        "https://docs.pytorch.org/docs/stable/meta.html",
+        "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
+        "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+        "a100-datasheet",
+        "t4-tensor-core-datasheet",
+        "https://pcisig.com/specifications",
+        "https://doi.org/10.1145/1498765.1498785",
+    ]:
         assert f"({url}" in sources or url in sources, url
     # The text's own figures are named as assumed, not passed off as measured here.
     assert "measured there, assumed here" in sources
-    for url in ["https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu",
-                "https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html",
-                "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/TensorIterator.cpp",
-                "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#using-cuda-gpu-timers"]:
+    for url in [
+        "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu",
+        "https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html",
+        "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/TensorIterator.cpp",
+        "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#using-cuda-gpu-timers",
+    ]:
         assert f"({url})" in sources, url
     assert "with `non_blocking=False` it calls `memcpy_and_sync`" in sources
     assert "moves the parameters and buffers in place" in sources
     # NVIDIA's Asynchronous list, quoted; the staging sentence is from its Synchronous list.
-    assert ('"For transfers between device memory and pageable host memory, the function might be '
-            'synchronous with respect to host"') in sources
-    assert ('"If pageable memory must first be staged to pinned memory, the driver may synchronize with the '
-            'stream and stage the copy into pinned memory."') in sources
+    assert (
+        '"For transfers between device memory and pageable host memory, the function might be '
+        'synchronous with respect to host"'
+    ) in sources
+    assert (
+        '"If pageable memory must first be staged to pinned memory, the driver may synchronize with the '
+        'stream and stage the copy into pinned memory."'
+    ) in sources
     assert "the call returns once the data is there" not in sources
     # The Tensor.cuda docstring is about the host, and is not called wrong.
     assert "shows that last sentence is not so" not in sources
     assert "That is about the host" in sources
-    for url in ["https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html",
-                "https://docs.python.org/3/library/os.html#os.cpu_count"]:
+    for url in [
+        "https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html",
+        "https://docs.python.org/3/library/os.html#os.cpu_count",
+    ]:
         assert f"({url})" in sources, url
 
 
@@ -286,14 +341,19 @@ def test_claims_without_a_source_are_gone_and_the_texts_figure_is_labelled(commi
     assert "from 4 to 24" not in text and "`os.cpu_count()` says how many this computer has" in text
     assert "Memcpy HtoD" not in text
     assert "reaches about 25 GB per second in practice" not in text
-    assert ("from pinned memory the text's computer reached about 25 GB per second (measured on the text's "
-            "computer, assumed here)") in text
+    assert (
+        "from pinned memory the text's computer reached about 25 GB per second (measured on the text's "
+        "computer, assumed here)"
+    ) in text
 
 
 def test_headings_above_a_prediction_do_not_answer_it(committed):
     sources = [c.source for c in committed.cells]
     device = next(s for s in sources if "what does `x_far + y_cpu` give?" in s)
-    assert "### Mixing devices in one operation" in device and "must be on the same device" not in device
+    assert (
+        "### Mixing devices in one operation" in device
+        and "must be on the same device" not in device
+    )
     timing = next(s for s in sources if "which of the three times is the smallest?" in s)
     before = timing.split("**Predict first:**", 1)[0]
     assert before.startswith("## Timing GPU work") and "background" not in before
@@ -312,12 +372,12 @@ def test_the_t4_figures_follow_from_its_rated_speeds(committed):
     assert f"the GPU route at least {2 * copy + step:.1f} ms" in text
 
 
-
-
 def test_the_header_names_the_four_labels_the_other_lessons_use(committed):
     header = " ".join(committed.cells[0].source.split())
-    assert ("Every figure says whether it was **measured** on your machine, **counted** from the tensors, "
-            "or **assumed** (from a source, or made up to show a shape, and then said to be made up).") in header
+    assert (
+        "Every figure says whether it was **measured** on your machine, **counted** from the tensors, "
+        "or **assumed** (from a source, or made up to show a shape, and then said to be made up)."
+    ) in header
 
 
 def test_each_line_of_the_worked_example_says_what_kind_of_figure_it_is(executed):
@@ -326,13 +386,25 @@ def test_each_line_of_the_worked_example_says_what_kind_of_figure_it_is(executed
     assert all("(assumed:" in line or "(all assumed)" in line for line in lines[1:]), lines
 
 
-@pytest.mark.parametrize("prompt_words, cell_words, answer_words", [
-    ("Which of them sees the change?", "copied = torch.tensor(a)", "`torch.from_numpy` copies nothing"),
-    ("which of the three times is the smallest?", "background_timing(device)",
-     "therefore measures almost nothing"),
-], ids=["copy-or-share", "background-timing"])
-def test_an_explanation_comes_after_its_prediction_and_its_cell(committed, prompt_words, cell_words,
-                                                                 answer_words):
+@pytest.mark.parametrize(
+    "prompt_words, cell_words, answer_words",
+    [
+        (
+            "Which of them sees the change?",
+            "copied = torch.tensor(a)",
+            "`torch.from_numpy` copies nothing",
+        ),
+        (
+            "which of the three times is the smallest?",
+            "background_timing(device)",
+            "therefore measures almost nothing",
+        ),
+    ],
+    ids=["copy-or-share", "background-timing"],
+)
+def test_an_explanation_comes_after_its_prediction_and_its_cell(
+    committed, prompt_words, cell_words, answer_words
+):
     sources = [c.source for c in committed.cells]
     prompt = next(i for i, s in enumerate(sources) if prompt_words in s)
     cell = next(i for i, s in enumerate(sources) if cell_words in s)
@@ -350,9 +422,13 @@ def test_the_device_rule_and_its_one_exception_hold_as_the_lesson_says(committed
     1-element CPU tensor with a dimension is not."""
     import torch
 
-    text = " ".join("\n".join(c.source for c in committed.cells if c.cell_type == "markdown").split())
-    assert ("The one exception is a 0-dim CPU tensor, such as `torch.tensor(2.0)`, which is treated as a "
-            "number: `x_far * torch.tensor(2.0)` works on any device.") in text
+    text = " ".join(
+        "\n".join(c.source for c in committed.cells if c.cell_type == "markdown").split()
+    )
+    assert (
+        "The one exception is a 0-dim CPU tensor, such as `torch.tensor(2.0)`, which is treated as a "
+        "number: `x_far * torch.tensor(2.0)` works on any device."
+    ) in text
     x_far = torch.ones(3, device="meta")
     assert (x_far * torch.tensor(2.0)).device.type == "meta"
     with pytest.raises(RuntimeError):
@@ -362,7 +438,9 @@ def test_the_device_rule_and_its_one_exception_hold_as_the_lesson_says(committed
 def test_model_to_moves_buffers_as_well_as_parameters(committed):
     import torch
 
-    text = " ".join("\n".join(c.source for c in committed.cells if c.cell_type == "markdown").split())
+    text = " ".join(
+        "\n".join(c.source for c in committed.cells if c.cell_type == "markdown").split()
+    )
     assert "moves the model's weights (its parameters) and its buffers" in text
     norm = torch.nn.BatchNorm1d(3)
     assert norm.to("meta") is norm and norm.running_mean.device.type == "meta"

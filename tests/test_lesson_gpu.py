@@ -1,4 +1,5 @@
 """The lesson executed on a CUDA GPU (skipped where torch.cuda.is_available() is False)."""
+
 import re
 
 import nbclient
@@ -17,8 +18,9 @@ FALLBACK_RATED_GB_S = measure.PCIE_LANE_GB_S[5] * 16
 def executed(root):
     path = root / "notebooks" / "gpu_tensors.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return nb
 
 
@@ -34,8 +36,13 @@ def figure(text, label, unit):
 
 
 def test_no_cell_errors_on_the_gpu(executed):
-    errors = [o.evalue for c in executed.cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o.evalue
+        for c in executed.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert errors == []
 
 
@@ -53,8 +60,9 @@ def test_host_to_device_bandwidth_is_positive_and_below_the_links_rated_peak(exe
     out = printed(executed, "times = measure_step(device)")
     rated = (measure.rated_link_gb_s() or (FALLBACK_RATED_GB_S, "assumed"))[0]
     for kind in ("pinned", "pageable"):
-        gb_s = float(re.search(rf"copy to GPU, {kind} memory: [\d.]+ ms \(([\d.]+) GB/s",
-                               out).group(1))
+        gb_s = float(
+            re.search(rf"copy to GPU, {kind} memory: [\d.]+ ms \(([\d.]+) GB/s", out).group(1)
+        )
         assert 0 < gb_s < rated, f"{kind}: {gb_s} GB/s against a rated {rated:.1f} GB/s"
     assert figure(out, "GPU step", "ms") > 0
     assert figure(out, "copy back to CPU", "ms") > 0
@@ -65,8 +73,11 @@ def test_the_verdict_is_measured_from_pageable_copies_and_says_pinning_is_not_co
     verdict = printed(executed, "print(times.verdict())")
     pageable = figure(out, "copy to GPU, pageable memory", "ms")
     assert f"GPU route, measured: {pageable:.3f} ms copy there" in verdict
-    assert re.search(r"Verdict, measured here: for one step the (CPU is faster|GPU route is "
-                     r"faster|two are about even)", verdict)
+    assert re.search(
+        r"Verdict, measured here: for one step the (CPU is faster|GPU route is "
+        r"faster|two are about even)",
+        verdict,
+    )
     assert "that leaves out pinning itself" in verdict
     assert "assumed" not in verdict
 
@@ -77,8 +88,9 @@ def test_a_model_and_a_tensor_made_on_the_gpu(executed):
 
 def test_cuda_events_time_the_same_job_as_the_synchronised_clock(executed):
     events = figure(printed(executed, "print(event_timing(device))"), "time with CUDA events", "ms")
-    synced = figure(printed(executed, "timing = background_timing(device)"),
-                    "time with synchronize()", "ms")
+    synced = figure(
+        printed(executed, "timing = background_timing(device)"), "time with synchronize()", "ms"
+    )
     # The same ten products: the GPU's clock leaves out only the host's launch overhead.
     assert 0 < events < 2 * synced
 

@@ -1,5 +1,6 @@
 """The data loading lesson executed on a CUDA GPU (skipped where torch.cuda.is_available() is
 False): what it shows there instead of what it says a GPU would show."""
+
 import nbclient
 import nbformat
 import pytest
@@ -12,20 +13,27 @@ pytestmark = pytest.mark.gpu
 def executed(root):
     path = root / "notebooks" / "gpu_data_loading.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return nb
 
 
 def test_no_cell_errors_on_the_gpu(executed):
-    errors = [o.evalue for c in executed.cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o.evalue
+        for c in executed.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert errors == []
 
 
 def test_pin_memory_returns_a_pinned_copy(executed):
     assert printed(cell_with(executed, "pinned = images.pin_memory()")) == (
-        "the loader's batch is pinned: False\npinned copy: True | the original: False\n")
+        "the loader's batch is pinned: False\npinned copy: True | the original: False\n"
+    )
 
 
 def test_the_three_copies_are_measured(executed):
@@ -35,8 +43,12 @@ def test_the_three_copies_are_measured(executed):
 
 def test_the_prefetcher_yields_batches_on_the_gpu(executed):
     assert printed(cell_with(executed, "prefetched = Prefetcher(")) == "".join(
-        f"{step} (64, 3, 224, 224) torch.uint8 cuda:0\n" for step in range(3))
-    assert printed(cell_with(executed, "def to_device_uint8(images, device):")) == "torch.float32 cuda:0 True\n"
+        f"{step} (64, 3, 224, 224) torch.uint8 cuda:0\n" for step in range(3)
+    )
+    assert (
+        printed(cell_with(executed, "def to_device_uint8(images, device):"))
+        == "torch.float32 cuda:0 True\n"
+    )
 
 
 def test_every_stage_is_measured_and_the_verdict_says_so(executed):

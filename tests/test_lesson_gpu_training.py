@@ -1,5 +1,6 @@
 """The second lesson, gpu_training: what it teaches, executed top to bottom on the CPU, and as
 committed. What every lesson has is tested for every unit in test_lessons.py."""
+
 import re
 
 import pytest
@@ -32,7 +33,9 @@ def test_a_tensor_made_on_the_device_and_to_on_the_same_device_returns_it(execut
 
 def test_the_data_set_is_made_with_torch_on_the_cpu_with_int64_labels(executed):
     out = printed(cell_with(executed, "inputs, labels = spirals()"))
-    assert out.startswith("torch.Size([3000, 2]) torch.float32 cpu\ntorch.Size([3000]) torch.int64 [")
+    assert out.startswith(
+        "torch.Size([3000, 2]) torch.float32 cpu\ntorch.Size([3000]) torch.int64 ["
+    )
 
 
 def test_the_loop_trains_and_reads_the_loss_once(executed, committed):
@@ -67,13 +70,19 @@ def test_the_dtype_error_is_shown_and_long_labels_fix_it(executed, committed):
     assert fixed == "torch.float32"
     text = flat(markdown(committed))
     assert "`Long`, PyTorch's name for int64, or `Byte`, uint8" in text
-    assert "float targets of the same shape as the input, one number per class, are read as class probabilities" in text
+    assert (
+        "float targets of the same shape as the input, one number per class, are read as class probabilities"
+        in text
+    )
     # What the text says cross_entropy accepts, it accepts; and what it refuses, it refuses.
     import torch
     import torch.nn.functional as F
 
     logits = torch.randn(4, 3)
-    assert F.cross_entropy(logits, torch.tensor([0, 2, 1, 2], dtype=torch.uint8)).dtype == torch.float32
+    assert (
+        F.cross_entropy(logits, torch.tensor([0, 2, 1, 2], dtype=torch.uint8)).dtype
+        == torch.float32
+    )
     assert F.cross_entropy(logits, torch.softmax(torch.randn(4, 3), dim=1)).dtype == torch.float32
     with pytest.raises(RuntimeError, match="Long or Byte"):
         F.cross_entropy(logits, torch.tensor([0.0, 2.0, 1.0, 2.0], dtype=torch.float64))
@@ -86,25 +95,38 @@ def test_the_dtype_error_is_shown_and_long_labels_fix_it(executed, committed):
 def test_host_reads_are_found_by_running_them_and_only_the_running_total_stays(executed):
     lines = printed(cell_with(executed, "find_host_reads(device)")).strip().split("\n")
     assert len(lines) == 7
-    for line in ["loss.item()", "float(loss)", "print(loss)", "loss.cpu()",
-                 "loss.detach().cpu().numpy()", "if loss < 0.1: ..."]:
-        assert any(said.startswith(f"{line}: reads the value on the host (on meta")
-                   for said in lines), line
+    for line in [
+        "loss.item()",
+        "float(loss)",
+        "print(loss)",
+        "loss.cpu()",
+        "loss.detach().cpu().numpy()",
+        "if loss < 0.1: ...",
+    ]:
+        assert any(
+            said.startswith(f"{line}: reads the value on the host (on meta") for said in lines
+        ), line
     assert lines[-1].startswith("total += loss.detach(): stays on the device")
 
 
 def test_each_read_is_a_wait(executed):
     out = printed(cell_with(executed, "waits(3000, every)"))
-    assert out.splitlines()[1:] == ["                         1 -> 3,000 times",
-                                    "                        10 -> 300 times",
-                                    "                       100 -> 30 times",
-                                    "                     3,000 -> 1 times"]
+    assert out.splitlines()[1:] == [
+        "                         1 -> 3,000 times",
+        "                        10 -> 300 times",
+        "                       100 -> 30 times",
+        "                     3,000 -> 1 times",
+    ]
 
 
 def test_the_cost_of_reads_is_measured_and_explained_honestly_on_the_cpu(executed, committed):
-    often, rarely, why = printed(cell_with(executed, "cost = measure_reads(device)")).strip().split("\n")
+    often, rarely, why = (
+        printed(cell_with(executed, "cost = measure_reads(device)")).strip().split("\n")
+    )
     assert re.fullmatch(r"read every step: [\d,]+ steps/s \(measured on cpu, batch 64\)", often)
-    assert re.fullmatch(r"read every 100 steps: [\d,]+ steps/s \(measured on cpu, batch 64\)", rarely)
+    assert re.fullmatch(
+        r"read every 100 steps: [\d,]+ steps/s \(measured on cpu, batch 64\)", rarely
+    )
     assert why.startswith("On this CPU, reading every step was") and "(measured)" in why
     assert "On a CPU there is no queue" in why
     # Without a GPU, nothing is said about one as if it were measured.
@@ -119,7 +141,9 @@ def test_the_widget_trains_in_the_lessons_kernel_with_measured_speeds(executed):
     (output,) = cell_with(executed, "trainer = TrainingWidget(device)").outputs
     assert "application/vnd.jupyter.widget-view+json" in output.data
     assert 'class="training-fallback"' in output.data["text/html"]
-    status, readings = printed(cell_with(executed, "await trainer.train(pause=0)")).strip().split("\n")
+    status, readings = (
+        printed(cell_with(executed, "await trainer.train(pause=0)")).strip().split("\n")
+    )
     assert status.startswith("done: step 300 of 300 on cpu · measured: ") and "samples/s" in status
     assert readings == "cpu 30"
 
@@ -129,13 +153,16 @@ def test_memory_is_counted_from_the_tensors_and_says_what_a_gpu_adds(executed):
     assert "4.00 times the weights (counted from the tensors)" in out
     assert "No GPU here, so no allocator to ask" in out and "torch.cuda.memory_allocated()" in out
     assert printed(cell_with(executed, "training_mb(1_000_000, copies)")) == (
-        "SGD: 2 copies, 8 MB (counted)\nSGD with momentum: 3 copies, 12 MB (counted)\nAdam: 4 copies, 16 MB (counted)\n")
+        "SGD: 2 copies, 8 MB (counted)\nSGD with momentum: 3 copies, 12 MB (counted)\nAdam: 4 copies, 16 MB (counted)\n"
+    )
     assert printed(cell_with(executed, "print(peak_memory(device))")).startswith("No GPU here")
 
 
 def test_evaluation_reads_once_and_the_model_learned(executed, committed):
     cell = cell_with(committed, "model.eval()").source
-    assert "with torch.no_grad():" in cell and cell.count(".item()") == 1 and "model.train()" in cell
+    assert (
+        "with torch.no_grad():" in cell and cell.count(".item()") == 1 and "model.train()" in cell
+    )
     out = printed(cell_with(executed, "predictions = model(inputs.to(device))"))
     accuracy = float(re.fullmatch(r"accuracy on the training set: ([\d.]+)%\n", out).group(1))
     assert accuracy > 80
@@ -144,7 +171,9 @@ def test_evaluation_reads_once_and_the_model_learned(executed, committed):
 def test_a_gpu_checkpoint_fails_without_map_location_and_loads_with_it(executed):
     out = printed(cell_with(executed, "checkpoint = saved_on_gpu(model)"))
     assert out.startswith("RuntimeError: Attempting to deserialize object on a CUDA device")
-    assert printed(cell_with(executed, "torch.load(checkpoint, map_location=device)")) == "cpu True\n"
+    assert (
+        printed(cell_with(executed, "torch.load(checkpoint, map_location=device)")) == "cpu True\n"
+    )
 
 
 def test_every_printed_figure_says_how_it_was_got(executed):
@@ -163,15 +192,17 @@ def test_predictions_come_before_the_cells_that_answer_them(committed):
     def index(snippet):
         return next(i for i, s in enumerate(sources) if snippet in s)
 
-    for prompt, cell in [("which device does each printed line name?", "moved = model.to(far)"),
-                         ("what do the two `is` tests print?", "y = x.to(device)"),
-                         ("**Predict first:** what happens?", "far_model(cpu_batch)"),
-                         ("what does `cross_entropy` say to float64 labels?", "file_labels = "),
-                         ("other six lines, if any, stay there too?", "find_host_reads("),
-                         ("how much slower is reading every step?", "measure_reads(device)"),
-                         ("**Predict, then press Train**", "TrainingWidget(device)"),
-                         ("how many\ntimes the weights' bytes", "step_memory(device)"),
-                         ("what does `torch.load` do with a checkpoint", "saved_on_gpu(model)")]:
+    for prompt, cell in [
+        ("which device does each printed line name?", "moved = model.to(far)"),
+        ("what do the two `is` tests print?", "y = x.to(device)"),
+        ("**Predict first:** what happens?", "far_model(cpu_batch)"),
+        ("what does `cross_entropy` say to float64 labels?", "file_labels = "),
+        ("other six lines, if any, stay there too?", "find_host_reads("),
+        ("how much slower is reading every step?", "measure_reads(device)"),
+        ("**Predict, then press Train**", "TrainingWidget(device)"),
+        ("how many\ntimes the weights' bytes", "step_memory(device)"),
+        ("what does `torch.load` do with a checkpoint", "saved_on_gpu(model)"),
+    ]:
         assert index(prompt) < index(cell), prompt
 
 
@@ -195,20 +226,35 @@ def test_predictions_are_not_answered_above_their_prompts(committed):
         return next(i for i, s in enumerate(sources) if snippet in s)
 
     # The multiples, and the list that adds up to them, come after the memory cell.
-    assert index("**4 times** for Adam") > index("step_memory(device)") > index("how many\ntimes the weights' bytes")
+    assert (
+        index("**4 times** for Adam")
+        > index("step_memory(device)")
+        > index("how many\ntimes the weights' bytes")
+    )
     assert index("(`exp_avg` and `exp_avg_sq`)") > index("step_memory(device)")
     # Where a model and a batch end up, and what .to() does with a tensor already there, are
     # said after the cells that show them.
     moving = sources[index("which device does each printed line name?")]
-    assert "in place" not in moving and "new** tensor" not in moving and "leaves `batch`" not in moving
-    assert index("leaves `batch` where it was") > index("batch.to(far)              # the batch's .to()")
+    assert (
+        "in place" not in moving and "new** tensor" not in moving and "leaves `batch`" not in moving
+    )
+    assert index("leaves `batch` where it was") > index(
+        "batch.to(far)              # the batch's .to()"
+    )
     assert "in place" not in sources[index("batch.to(far)              # the batch's .to()")]
     already = sources[index("what do the two `is` tests print?")]
     assert "returns the tensor itself" not in already.split("<details>", 1)[0]
     # The seven lines are listed without saying which ones wait; that comes after the cell.
     prompt = sources[index("other six lines, if any, stay there too?")]
-    for line in ["`loss.item()`", "`float(loss)`", "`print(loss)`", "`loss.cpu()`",
-                 "`loss.detach().cpu().numpy()`", "`if loss < 0.1: ...`", "`total += loss.detach()`"]:
+    for line in [
+        "`loss.item()`",
+        "`float(loss)`",
+        "`print(loss)`",
+        "`loss.cpu()`",
+        "`loss.detach().cpu().numpy()`",
+        "`if loss < 0.1: ...`",
+        "`total += loss.detach()`",
+    ]:
         assert line in prompt, line
     assert index("The other six all need the number on the host") > index("find_host_reads(device)")
     # Adam's state is named after the memory cell, not in the prompt above it.
@@ -223,32 +269,51 @@ def test_predictions_are_not_answered_above_their_prompts(committed):
     assert index("That is **the dtype error**") > index("file_labels = ")
 
 
-def test_non_blocking_from_pageable_memory_is_not_promised_and_the_spirals_are_copied_once(committed):
+def test_non_blocking_from_pageable_memory_is_not_promised_and_the_spirals_are_copied_once(
+    committed,
+):
     text = flat(markdown(committed))
-    assert ("`x.to(\"cuda\", non_blocking=True)` skips PyTorch's own wait, its `cudaStreamSynchronize`; but "
-            "from pageable memory the CUDA driver may still synchronize with the stream while it stages the "
-            "data, so don't count on it there") in text
+    assert (
+        '`x.to("cuda", non_blocking=True)` skips PyTorch\'s own wait, its `cudaStreamSynchronize`; but '
+        "from pageable memory the CUDA driver may still synchronize with the stream while it stages the "
+        "data, so don't count on it there"
+    ) in text
     assert "does not even stage the data itself" not in text
     assert "their spirals are copied to the device once, before the loop" in text
     assert "made on the device from the start" not in text
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
-    assert "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu)" in sources
+    assert (
+        "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/Copy.cu)"
+        in sources
+    )
     assert "(https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html)" in sources
-    assert "the driver may synchronize with the stream and stage the copy into pinned memory" in sources
+    assert (
+        "the driver may synchronize with the stream and stage the copy into pinned memory"
+        in sources
+    )
 
 
 def test_torch_tensor_with_a_device_is_taught_as_a_copy(committed):
     text = flat(markdown(committed))
-    assert ("`torch.tensor(data, device=device)` is different: it reads Python numbers (or an array) "
-            "that live on the CPU, so it builds the tensor there and then copies it to the device") in text
+    assert (
+        "`torch.tensor(data, device=device)` is different: it reads Python numbers (or an array) "
+        "that live on the CPU, so it builds the tensor there and then copies it to the device"
+    ) in text
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
-    assert "(https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/tensor_new.cpp)" in sources
+    assert (
+        "(https://github.com/pytorch/pytorch/blob/main/torch/csrc/utils/tensor_new.cpp)" in sources
+    )
 
 
 def test_peak_memory_counts_the_foreach_step(committed):
-    further = flat(markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0])
+    further = flat(
+        markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0]
+    )
     assert "`foreach` implementation by default" in further
-    assert "about one more copy of them at its peak (the `torch.optim.Adam` docs, `foreach`)" in further
+    assert (
+        "about one more copy of them at its peak (the `torch.optim.Adam` docs, `foreach`)"
+        in further
+    )
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
     assert "uses ~ sizeof(params) more peak memory than the for-loop version" in sources
 
@@ -260,7 +325,13 @@ def test_check_yourself_asks_the_graded_questions(committed):
     assert '`model.to("cuda")` or `batch.to("cuda")`' in text
     assert "400 MB" in text and "200 MB" in text and "300 MB" in text  # inside the folds
     names = set(submissions(UNIT).SOLUTIONS)
-    assert {"q1_memory", "q2_waits", "q3_must_assign", "q4_train_step", "q5_load_checkpoint"} <= names
+    assert {
+        "q1_memory",
+        "q2_waits",
+        "q3_must_assign",
+        "q4_train_step",
+        "q5_load_checkpoint",
+    } <= names
 
 
 def test_the_committed_fallback_folds_what_to_look_for(committed):
@@ -271,7 +342,9 @@ def test_the_committed_fallback_folds_what_to_look_for(committed):
 
 
 def test_go_further_says_what_pytorch_does(committed):
-    further = flat(markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0])
+    further = flat(
+        markdown(committed).split("## Go further", 1)[1].split("## Where this shows up")[0]
+    )
     assert 'torch.cuda.set_sync_debug_mode("warn")' in further and "experimental" in further
     assert "torch.cuda.max_memory_allocated()" in further and "reset_peak_memory_stats()" in further
     assert "`torch.cuda.memory_reserved()`" in further
@@ -280,30 +353,34 @@ def test_go_further_says_what_pytorch_does(committed):
 
 def test_every_claim_has_a_primary_source(committed):
     sources = next(c.source for c in committed.cells if c.source.startswith("## Sources"))
-    for url in ["https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to",
-                "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
-                "https://docs.pytorch.org/docs/stable/optim.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.optim.SGD.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.optim.Adam.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.cross_entropy.html",
-                "https://docs.pytorch.org/docs/stable/notes/cuda.html",
-                "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.cuda.memory_allocated.html",
-                "https://docs.pytorch.org/docs/stable/notes/autograd.html#saved-tensors",
-                "https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.save.html",
-                "https://docs.pytorch.org/docs/stable/generated/torch.load.html",
-                "https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html#saving-loading-model-across-devices",
-                "https://docs.pytorch.org/docs/stable/meta.html",
-                "https://docs.pytorch.org/docs/stable/benchmark_utils.html"]:
+    for url in [
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
+        "https://docs.pytorch.org/docs/stable/optim.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.optim.SGD.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.optim.Adam.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.cross_entropy.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.memory_allocated.html",
+        "https://docs.pytorch.org/docs/stable/notes/autograd.html#saved-tensors",
+        "https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.save.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.load.html",
+        "https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html#saving-loading-model-across-devices",
+        "https://docs.pytorch.org/docs/stable/meta.html",
+        "https://docs.pytorch.org/docs/stable/benchmark_utils.html",
+    ]:
         assert f"({url})" in sources, url
     assert "nothing is assumed from another computer" in sources
 
 
 def test_go_further_resumes_on_another_device_with_the_optimizer(executed):
-    size, where = printed(cell_with(executed, "moved_on_optimizer.load_state_dict")).strip().split("\n")
+    size, where = (
+        printed(cell_with(executed, "moved_on_optimizer.load_state_dict")).strip().split("\n")
+    )
     ratio = float(re.search(r"([\d.]+) times the weights alone \(measured\)", size).group(1))
     assert 2.5 < ratio < 3.5  # the weights, and Adam's two moments of the same size
     assert where == "step: cpu, exp_avg: meta, exp_avg_sq: meta"
@@ -311,9 +388,13 @@ def test_go_further_resumes_on_another_device_with_the_optimizer(executed):
 
 def test_the_header_names_the_four_labels_and_the_device_rule_its_exception(committed):
     header = " ".join(committed.cells[0].source.split())
-    assert ("Every figure says whether it was **measured** on your machine, **counted** from the tensors, "
-            "or **assumed** (from a source, or made up to show a shape, and then said to be made up).") in header
+    assert (
+        "Every figure says whether it was **measured** on your machine, **counted** from the tensors, "
+        "or **assumed** (from a source, or made up to show a shape, and then said to be made up)."
+    ) in header
     text = flat(markdown(committed))
-    assert ("PyTorch never copies a tensor to another device for you, except a 0-dim CPU tensor, which it "
-            "treats as a number") in text
+    assert (
+        "PyTorch never copies a tensor to another device for you, except a 0-dim CPU tensor, which it "
+        "treats as a number"
+    ) in text
     assert "moves the model's parameters and buffers **in place**" in text

@@ -1,5 +1,6 @@
 """The training lesson executed on a CUDA GPU (skipped where torch.cuda.is_available() is
 False): what it shows there instead of what it says a GPU would show."""
+
 import nbclient
 import nbformat
 import pytest
@@ -12,21 +13,29 @@ pytestmark = pytest.mark.gpu
 def executed(root):
     path = root / "notebooks" / "gpu_training.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return nb
 
 
 def test_no_cell_errors_on_the_gpu(executed):
-    errors = [o.evalue for c in executed.cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o.evalue
+        for c in executed.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert errors == []
 
 
 def test_the_model_moves_to_the_gpu_and_the_device_error_names_it(executed):
     assert printed(cell_with(executed, "moved = model.to(far)")) == "cuda:0 True\ncpu\n"
     message = printed(cell_with(executed, "far_model(cpu_batch)\nexcept RuntimeError"))
-    assert "Expected all tensors to be on the same device" in message and "cuda:0 and cpu" in message
+    assert (
+        "Expected all tensors to be on the same device" in message and "cuda:0 and cpu" in message
+    )
 
 
 def test_host_reads_are_found_by_the_sync_debug_mode(executed):
@@ -47,5 +56,10 @@ def test_memory_is_read_from_the_allocator(executed):
 
 
 def test_a_gpu_checkpoint_loads_without_map_location_here(executed):
-    assert printed(cell_with(executed, "checkpoint = saved_on_gpu(model)")) == "loaded onto cuda:0\n"
-    assert printed(cell_with(executed, "torch.load(checkpoint, map_location=device)")) == "cuda:0 True\n"
+    assert (
+        printed(cell_with(executed, "checkpoint = saved_on_gpu(model)")) == "loaded onto cuda:0\n"
+    )
+    assert (
+        printed(cell_with(executed, "torch.load(checkpoint, map_location=device)"))
+        == "cuda:0 True\n"
+    )

@@ -2,6 +2,7 @@
 its links to the other units (working on Colab, both ways), its committed outputs, its
 stated time, its Check yourself and its Sources. Each unit's own content is tested in
 test_lesson.py (gpu_tensors) and test_lesson_<unit>.py."""
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,9 @@ LEVELS = ("Beginner", "Intermediate", "Advanced")
 
 def _slug() -> str:
     with open(ROOT / "pyproject.toml", "rb") as file:
-        return tomllib.load(file)["project"]["urls"]["Repository"].removeprefix("https://github.com/")
+        return tomllib.load(file)["project"]["urls"]["Repository"].removeprefix(
+            "https://github.com/"
+        )
 
 
 def _header_part(nb, label: str) -> str:
@@ -38,11 +41,17 @@ def _header_part(nb, label: str) -> str:
 
 def _linked_units(text: str) -> set[str]:
     """Units a header paragraph links to, each by a Colab link and by a relative link."""
-    colab = set(re.findall(rf"https://colab\.research\.google\.com/github/{re.escape(_slug())}"
-                           r"/blob/main/notebooks/(\w+)\.ipynb", text))
+    colab = set(
+        re.findall(
+            rf"https://colab\.research\.google\.com/github/{re.escape(_slug())}"
+            r"/blob/main/notebooks/(\w+)\.ipynb",
+            text,
+        )
+    )
     relative = set(re.findall(r"\]\((\w+)\.ipynb\)", text))
-    assert colab == relative, (f"each unit needs a Colab link and a relative link: Colab {colab}, "
-                               f"relative {relative}")
+    assert colab == relative, (
+        f"each unit needs a Colab link and a relative link: Colab {colab}, relative {relative}"
+    )
     return colab
 
 
@@ -57,11 +66,21 @@ def test_every_unit_has_its_lesson_source_and_release():
 @pytest.mark.parametrize("unit", UNITS)
 def test_no_cell_errors(unit):
     nb = executed(unit)
-    errors = [(c.source[:60], o.ename, o.evalue) for c in nb.cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        (c.source[:60], o.ename, o.evalue)
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert errors == []
-    stderr = [(c.source[:60], o.text[:200]) for c in nb.cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "stream" and o.name == "stderr"]
+    stderr = [
+        (c.source[:60], o.text[:200])
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "stream" and o.name == "stderr"
+    ]
     assert stderr == [], "a lesson cell wrote to stderr (a warning a learner would see)"
 
 
@@ -79,8 +98,9 @@ def test_committed_notebook_keeps_only_the_deliberate_outputs(unit):
     """Figures and widget fallbacks, exactly as the code makes them now: nothing else, and
     nothing stale."""
     nb = committed(unit)
-    with_outputs = {c.id: [dict(o) for o in c.outputs] for c in nb.cells
-                    if c.cell_type == "code" and c.outputs}
+    with_outputs = {
+        c.id: [dict(o) for o in c.outputs] for c in nb.cells if c.cell_type == "code" and c.outputs
+    }
     assert with_outputs == deliberate_outputs(unit)
     assert all(c.execution_count is None for c in nb.cells if c.cell_type == "code")
     assert "widgets" not in nb.metadata  # no widget state: the HTML fallback stands in
@@ -112,7 +132,9 @@ def test_links_to_other_units_name_real_units_work_on_colab_and_go_both_ways(uni
             continue
         theirs = committed(other)
         if other in first:
-            assert unit in _linked_units(_header_part(theirs, "Units that build on this one")), other
+            assert unit in _linked_units(_header_part(theirs, "Units that build on this one")), (
+                other
+            )
         if other in after:
             assert unit in _linked_units(_header_part(theirs, "Read these first")), other
     for name in first | after:
@@ -133,13 +155,21 @@ def test_every_prediction_is_asked_before_a_cell_that_answers_it(unit):
     """A prompt is followed by a code cell in its own section, and a folded answer, if any,
     comes after the prompt."""
     cells = committed(unit).cells
-    prompts = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and "**Predict" in c.source]
+    prompts = [
+        i for i, c in enumerate(cells) if c.cell_type == "markdown" and "**Predict" in c.source
+    ]
     assert prompts, "a lesson asks the learner to predict"
     for i in prompts:
-        later = cells[i + 1:]
+        later = cells[i + 1 :]
         code = next((j for j, c in enumerate(later) if c.cell_type == "code"), None)
-        heading = next((j for j, c in enumerate(later) if c.cell_type == "markdown"
-                        and re.search(r"^##? ", c.source, flags=re.M)), len(later))
+        heading = next(
+            (
+                j
+                for j, c in enumerate(later)
+                if c.cell_type == "markdown" and re.search(r"^##? ", c.source, flags=re.M)
+            ),
+            len(later),
+        )
         assert code is not None and code <= heading, cells[i].source[:80]
         prompt_at = cells[i].source.rindex("**Predict")
         if "<details>" in cells[i].source[prompt_at:]:
@@ -151,7 +181,9 @@ def test_check_yourself_has_three_or_more_folded_answers_and_links_the_graded_ve
     text = markdown(committed(unit))
     section = text.split("## Check yourself", 1)[1].split("## Go further", 1)[0]
     assert section.count("<details><summary>Answer</summary>") >= 3
-    colab = f"https://colab.research.google.com/github/{_slug()}/blob/main/release/{unit}/{unit}.ipynb"
+    colab = (
+        f"https://colab.research.google.com/github/{_slug()}/blob/main/release/{unit}/{unit}.ipynb"
+    )
     assert f"[open it in Colab]({colab})" in section
     relative = re.search(r"\]\((\.\./release/[^)]+)\)", section).group(1)
     assert (ROOT / "notebooks" / relative).resolve() == release(unit)
@@ -160,8 +192,15 @@ def test_check_yourself_has_three_or_more_folded_answers_and_links_the_graded_ve
 @pytest.mark.parametrize("unit", UNITS)
 def test_sections_in_order_and_sources_last(unit):
     text = markdown(committed(unit))
-    headings = ["Read these first", "Units that build on this one", "After this unit you can",
-                "## Check yourself", "## Go further", "## Where this shows up", "## Sources"]
+    headings = [
+        "Read these first",
+        "Units that build on this one",
+        "After this unit you can",
+        "## Check yourself",
+        "## Go further",
+        "## Where this shows up",
+        "## Sources",
+    ]
     positions = [text.index(h) for h in headings]
     assert positions == sorted(positions)
     sources = text.split("## Sources", 1)[1]
@@ -174,8 +213,10 @@ def test_the_readme_lists_the_lesson_with_its_time(unit):
     readme = (ROOT / "README.md").read_text()
     learners = readme.split("<!-- BEGIN LEARNERS -->", 1)[1].split("<!-- END LEARNERS -->", 1)[0]
     main, further = stated_time(committed(unit))
-    assert (f"`notebooks/{unit}.ipynb` (about {main} minutes, and {further} more for its optional"
-            in " ".join(learners.split()))
+    assert (
+        f"`notebooks/{unit}.ipynb` (about {main} minutes, and {further} more for its optional"
+        in " ".join(learners.split())
+    )
 
 
 @pytest.mark.parametrize("unit", UNITS)

@@ -1,4 +1,5 @@
 """Measurement helpers: figures with units, and a verdict computed from them."""
+
 import os
 import re
 import stat
@@ -26,8 +27,9 @@ def test_measure_step_rejects_no_points():
 
 
 def _cpu_only(cpu_one, cpu_all=None):
-    return StepTimes(points=1_000_000, nbytes=12_000_000, threads=2,
-                     cpu_one=cpu_one, cpu_all=cpu_all or cpu_one)
+    return StepTimes(
+        points=1_000_000, nbytes=12_000_000, threads=2, cpu_one=cpu_one, cpu_all=cpu_all or cpu_one
+    )
 
 
 def test_cpu_only_verdict_uses_the_seeds_assumed_speeds():
@@ -37,16 +39,21 @@ def test_cpu_only_verdict_uses_the_seeds_assumed_speeds():
     assert step == pytest.approx(0.016e-3)
 
 
-@pytest.mark.parametrize("cpu_ms, mix", [
-    (0.4, "so with a GPU like the text's the CPU would be faster, 2.4 times."),
-    (0.95, "so with a GPU like the text's the two would be about even."),
-    (1.2, "so with a GPU like the text's the GPU route would be faster, 1.2 times."),
-])
+@pytest.mark.parametrize(
+    "cpu_ms, mix",
+    [
+        (0.4, "so with a GPU like the text's the CPU would be faster, 2.4 times."),
+        (0.95, "so with a GPU like the text's the two would be about even."),
+        (1.2, "so with a GPU like the text's the GPU route would be faster, 1.2 times."),
+    ],
+)
 def test_without_a_gpu_the_verdict_is_labelled_and_claims_nothing_unmeasured(cpu_ms, mix):
     text = _cpu_only(cpu_ms * 1e-3).verdict()
     assert f"CPU route, measured here: {cpu_ms:.3f} ms on 1 thread" in text
-    assert ("GPU route, assumed (no GPU here): 0.480 ms + 0.016 ms + 0.480 ms = 0.976 ms, "
-            "from the text's 25 GB/s PCIe 4.0 link and 1,500 GB/s GPU memory") in text
+    assert (
+        "GPU route, assumed (no GPU here): 0.480 ms + 0.016 ms + 0.480 ms = 0.976 ms, "
+        "from the text's 25 GB/s PCIe 4.0 link and 1,500 GB/s GPU memory"
+    ) in text
     assert "Verdict: none measured. This machine has no GPU" in text
     assert "A labelled mix, your measured CPU against the text's assumed GPU" in text
     assert mix in text
@@ -55,16 +62,30 @@ def test_without_a_gpu_the_verdict_is_labelled_and_claims_nothing_unmeasured(cpu
 
 
 def test_with_a_gpu_the_verdict_is_measured_and_pinning_is_not_free():
-    t = StepTimes(points=1_000_000, nbytes=12_000_000, threads=8, cpu_one=1e-3, cpu_all=0.2e-3,
-                  to_gpu_pageable=2e-3, to_gpu_pinned=0.5e-3, gpu_step=0.01e-3, to_cpu=0.5e-3)
+    t = StepTimes(
+        points=1_000_000,
+        nbytes=12_000_000,
+        threads=8,
+        cpu_one=1e-3,
+        cpu_all=0.2e-3,
+        to_gpu_pageable=2e-3,
+        to_gpu_pinned=0.5e-3,
+        gpu_step=0.01e-3,
+        to_cpu=0.5e-3,
+    )
     text = t.verdict()
     # The copy there is the pageable one, what x.to("cuda") does with an ordinary tensor.
-    assert ("GPU route, measured: 2.000 ms copy there + 0.010 ms step + 0.500 ms copy back = "
-            "2.510 ms") in text
+    assert (
+        "GPU route, measured: 2.000 ms copy there + 0.010 ms step + 0.500 ms copy back = 2.510 ms"
+    ) in text
     assert "Verdict, measured here: for one step the CPU is faster, 2.5 times" in text
-    assert "From memory pinned beforehand the GPU route took 1.010 ms; that leaves out pinning" in text
-    assert ("copy to GPU, pinned memory: 0.500 ms (24.0 GB/s; the data was pinned beforehand, "
-            "and pinning it is not counted)") in t.lines()
+    assert (
+        "From memory pinned beforehand the GPU route took 1.010 ms; that leaves out pinning" in text
+    )
+    assert (
+        "copy to GPU, pinned memory: 0.500 ms (24.0 GB/s; the data was pinned beforehand, "
+        "and pinning it is not counted)"
+    ) in t.lines()
     # The CPU side is one thread, as in the text, even where all threads are faster.
     assert "CPU route, measured: 1.000 ms on 1 thread" in text
 
@@ -91,8 +112,8 @@ def test_the_race_and_the_verdict_use_the_same_cpu_figure():
 def test_race_on_measured_speeds_crosses_where_the_numbers_say():
     race = _cpu_only(1.2e-3).race()
     assert race.unit == "ms"
-    assert race.crossover() == 1          # 0.976 ms < 1.2 ms already at one step
-    assert _cpu_only(0.4e-3).race().crossover() == 3   # 0.96 / (0.4 - 0.016) = 2.5
+    assert race.crossover() == 1  # 0.976 ms < 1.2 ms already at one step
+    assert _cpu_only(0.4e-3).race().crossover() == 3  # 0.96 / (0.4 - 0.016) = 2.5
 
 
 def test_background_timing_on_cpu_reports_three_positive_times():
@@ -125,11 +146,22 @@ def test_link_report_without_a_gpu_names_the_assumed_speed():
 
 def test_link_report_compares_copies_with_the_rated_link(tmp_path, monkeypatch):
     _fake_smi(tmp_path, monkeypatch, "4, 16")
-    t = StepTimes(points=1_000_000, nbytes=12_000_000, threads=8, cpu_one=1e-3, cpu_all=0.2e-3,
-                  to_gpu_pageable=1.2e-3, to_gpu_pinned=0.5e-3, gpu_step=0.01e-3, to_cpu=0.5e-3)
+    t = StepTimes(
+        points=1_000_000,
+        nbytes=12_000_000,
+        threads=8,
+        cpu_one=1e-3,
+        cpu_all=0.2e-3,
+        to_gpu_pageable=1.2e-3,
+        to_gpu_pinned=0.5e-3,
+        gpu_step=0.01e-3,
+        to_cpu=0.5e-3,
+    )
     text = measure.link_report(t)
-    assert "24.0 GB/s from pinned memory (pinned beforehand; pinning not counted) and 10.0 GB/s" \
+    assert (
+        "24.0 GB/s from pinned memory (pinned beforehand; pinning not counted) and 10.0 GB/s"
         " from pageable" in text
+    )
     assert "PCIe 4.0 x16, is rated 31.5 GB/s each way: pinned copies reached 76%" in text
 
 
@@ -145,8 +177,9 @@ def test_event_timing_without_a_gpu_says_what_it_would_do():
 
 
 def _timing(device, unsynced_ms, synced_ms, benchmark_ms):
-    return measure.BackgroundTiming(device, "10 products", unsynced_ms / 1e3, synced_ms / 1e3,
-                                    benchmark_ms / 1e3, rounds=5)
+    return measure.BackgroundTiming(
+        device, "10 products", unsynced_ms / 1e3, synced_ms / 1e3, benchmark_ms / 1e3, rounds=5
+    )
 
 
 def test_background_timing_says_the_cpu_times_agree_only_when_they_do():
@@ -166,9 +199,22 @@ def test_background_timing_on_a_gpu_says_too_early_only_from_the_numbers():
 
 
 def test_background_timing_takes_the_median_of_its_rounds(monkeypatch):
-    clock = iter([0.0, 1.0,  10.0, 12.0,   # round 1: unsynced 1 s, synced 2 s
-                  20.0, 29.0, 30.0, 31.0,  # round 2: unsynced 9 s (an outlier), synced 1 s
-                  40.0, 42.0, 50.0, 53.0])  # round 3: unsynced 2 s, synced 3 s
+    clock = iter(
+        [
+            0.0,
+            1.0,
+            10.0,
+            12.0,  # round 1: unsynced 1 s, synced 2 s
+            20.0,
+            29.0,
+            30.0,
+            31.0,  # round 2: unsynced 9 s (an outlier), synced 1 s
+            40.0,
+            42.0,
+            50.0,
+            53.0,
+        ]
+    )  # round 3: unsynced 2 s, synced 3 s
     monkeypatch.setattr(measure.time, "perf_counter", lambda: next(clock))
     monkeypatch.setattr(measure, "seconds", lambda *args, **kwargs: 2.5)
     timing = measure.background_timing("cpu", size=4, repeats=1, rounds=3)

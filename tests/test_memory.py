@@ -1,4 +1,5 @@
 """What training costs in memory: the copies each optimizer keeps, counted from real tensors."""
+
 import pytest
 import torch
 
@@ -46,7 +47,9 @@ def test_counted_lines_say_where_the_figures_come_from():
     lines = count(model, optimizer).lines()
     assert lines[0] == f"weights: {4547 * 4:,} bytes"
     assert "step counters" in lines[2]
-    assert lines[-1].endswith("(counted from the tensors)") and "4.00 times the weights" in lines[-1]
+    assert (
+        lines[-1].endswith("(counted from the tensors)") and "4.00 times the weights" in lines[-1]
+    )
 
 
 def test_without_a_gpu_step_memory_counts_and_says_it_asked_no_allocator():
@@ -61,12 +64,13 @@ def test_without_a_gpu_step_memory_counts_and_says_it_asked_no_allocator():
 def test_on_a_gpu_step_memory_reads_the_allocator_at_each_stage():
     memory = step_memory("cuda")
     assert memory.after_model > memory.before
-    assert memory.after_forward > memory.after_model      # the saved activations
-    assert memory.after_step > memory.after_backward       # Adam's state
+    assert memory.after_forward > memory.after_model  # the saved activations
+    assert memory.after_step > memory.after_backward  # Adam's state
     weights = memory.after_model - memory.before
     assert weights == pytest.approx(memory.counted.weights, rel=0.01)
     assert (memory.after_step - memory.before) == pytest.approx(
-        memory.counted.total - memory.counted.counters, rel=0.02)
+        memory.counted.total - memory.counted.counters, rel=0.02
+    )
     text = "\n".join(memory.lines())
     assert "(measured)" in text and "counted from the tensors" in text
     assert "peak" in peak_memory("cuda") and "(measured)" in peak_memory("cuda")

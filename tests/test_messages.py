@@ -1,4 +1,5 @@
 """The grader parses no kernel message of more values than it can hold (issue 17)."""
+
 from __future__ import annotations
 
 import json

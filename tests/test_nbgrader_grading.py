@@ -6,6 +6,7 @@ source/), one `generate_assignment`, one `autograde` over its submissions and on
 two batches, side by side. Plain nbgrader runs the tests in the learner's own kernel, so the checks
 alone must hold here (course-grade's two kernels are tested in test_course_grade_units.py).
 """
+
 from __future__ import annotations
 
 import html
@@ -34,7 +35,9 @@ def pytest_generate_tests(metafunc):
     if kind is None:
         metafunc.parametrize("unit", UNITS)
         return
-    pairs = [(unit, name) for unit in UNITS for name in sorted(getattr(submissions(unit), kinds[kind]))]
+    pairs = [
+        (unit, name) for unit in UNITS for name in sorted(getattr(submissions(unit), kinds[kind]))
+    ]
     metafunc.parametrize(("unit", kind), pairs, ids=[f"{u}-{n}" for u, n in pairs])
 
 
@@ -76,9 +79,14 @@ def venv_on_path():
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"],
-        cwd=course, capture_output=True, text=True, timeout=900,
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, (
+        f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    )
     return result
 
 
@@ -97,8 +105,9 @@ class GradedClasses:
 
             halves = [(u, half) for u in UNITS for half in (0, 1)]
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                courses = list(pool.map(lambda job: self._grade(submissions(job[0]), job[1]),
-                                        halves))
+                courses = list(
+                    pool.map(lambda job: self._grade(submissions(job[0]), job[1]), halves)
+                )
             for (u, _), course in zip(halves, courses):
                 grades = self._grades(submissions(u), course)
                 if u not in self.done:
@@ -173,11 +182,15 @@ def _feedback_text(subs, course: Path, student: str) -> str:
 
 
 def _error_texts(subs, course: Path, student: str) -> list[str]:
-    nb = nbformat.read(course / "autograded" / student / subs.ASSIGNMENT / f"{subs.ASSIGNMENT}.ipynb", 4)
+    nb = nbformat.read(
+        course / "autograded" / student / subs.ASSIGNMENT / f"{subs.ASSIGNMENT}.ipynb", 4
+    )
     return [
         "\n".join([output.get("evalue", ""), *output.get("traceback", [])])
-        for cell in nb.cells if cell.cell_type == "code"
-        for output in cell.outputs if output.output_type == "error"
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "error"
     ]
 
 

@@ -1,4 +1,5 @@
 """scripts/sync-links: README badges and set-up cells follow pyproject's Repository URL."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,12 @@ def first_code_cell(notebook) -> str:
 
 
 def sync_links(root, *args):
-    return subprocess.run([sys.executable, str(root / "scripts" / "sync-links"), *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(root / "scripts" / "sync-links"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.fixture
@@ -38,8 +43,9 @@ def checkout(root, tmp_path):
 
 def move_repository(checkout, url):
     pyproject = checkout / "pyproject.toml"
-    text, count = re.subn(r'(?m)^Repository = ".*"$', f'Repository = "{url}"',
-                          pyproject.read_text())
+    text, count = re.subn(
+        r'(?m)^Repository = ".*"$', f'Repository = "{url}"', pyproject.read_text()
+    )
     assert count == 1, "pyproject.toml should have one `Repository = ...` line"
     pyproject.write_text(text)
 
@@ -50,7 +56,9 @@ def test_readme_and_notebooks_are_in_step_with_pyproject(root):
 
 
 def _table(readme: str) -> list[str]:
-    return readme.split("<!-- BEGIN BADGES", 1)[1].split("<!-- END BADGES -->", 1)[0].splitlines()[1:]
+    return (
+        readme.split("<!-- BEGIN BADGES", 1)[1].split("<!-- END BADGES -->", 1)[0].splitlines()[1:]
+    )
 
 
 @pytest.mark.parametrize("unit", UNITS)
@@ -62,9 +70,13 @@ def test_readme_lists_every_unit_in_course_order_with_level_time_and_badges(root
     with open(root / "pyproject.toml", "rb") as file:
         repository = tomllib.load(file)["project"]["urls"]["Repository"]
     slug = repository.removeprefix("https://github.com/")
-    header = "".join(json.loads((root / "notebooks" / f"{unit}.ipynb").read_text())["cells"][0]["source"])
+    header = "".join(
+        json.loads((root / "notebooks" / f"{unit}.ipynb").read_text())["cells"][0]["source"]
+    )
     title = header.splitlines()[0].removeprefix("# ").strip()
-    assert row.startswith(f"| {UNITS.index(unit) + 1} | [{title}](notebooks/{unit}.ipynb) | intermediate | ")
+    assert row.startswith(
+        f"| {UNITS.index(unit) + 1} | [{title}](notebooks/{unit}.ipynb) | intermediate | "
+    )
     for notebook in [f"notebooks/{unit}.ipynb", f"release/{unit}/{unit}.ipynb"]:
         assert (root / notebook).is_file(), f"{notebook} is missing"
         assert f"(https://colab.research.google.com/github/{slug}/blob/main/{notebook})" in row
@@ -73,19 +85,27 @@ def test_readme_lists_every_unit_in_course_order_with_level_time_and_badges(root
 
 def test_the_table_follows_a_lessons_header(checkout):
     lesson = checkout / "notebooks" / "gpu_training.ipynb"
-    lesson.write_text(lesson.read_text().replace("about 40 minutes, and 4 more", "about 30 minutes, and 4 more"))
+    lesson.write_text(
+        lesson.read_text().replace("about 40 minutes, and 4 more", "about 30 minutes, and 4 more")
+    )
     check = sync_links(checkout, "--check", "--root", str(checkout))
     assert check.returncode == 1 and "README.md: the table of units" in check.stderr
     assert sync_links(checkout, "--root", str(checkout)).returncode == 0
-    assert "| intermediate | 30 min, and 4 more to go further |" in (checkout / "README.md").read_text()
+    assert (
+        "| intermediate | 30 min, and 4 more to go further |"
+        in (checkout / "README.md").read_text()
+    )
 
 
 def test_check_refuses_a_lesson_that_is_not_a_unit(checkout):
     (checkout / "notebooks" / "extra.ipynb").write_text(
-        (checkout / "notebooks" / "gpu_tensors.ipynb").read_text())
+        (checkout / "notebooks" / "gpu_tensors.ipynb").read_text()
+    )
     check = sync_links(checkout, "--check", "--root", str(checkout))
     assert check.returncode == 1
-    assert "notebooks/extra.ipynb is not a unit: add 'extra' to [tool.gpucourse] units" in check.stderr
+    assert (
+        "notebooks/extra.ipynb is not a unit: add 'extra' to [tool.gpucourse] units" in check.stderr
+    )
 
 
 def test_check_refuses_a_header_without_its_level(checkout):
@@ -129,17 +149,28 @@ def test_check_names_every_drift_and_a_sync_repairs_it(root, checkout):
         lesson = (checkout / "notebooks" / f"{unit}.ipynb").read_text()
         assert f"{moved_colab}release/{unit}/{unit}.ipynb" in lesson
         assert "gpu-course/pytorch-tensors-on-the-gpu" not in lesson
-    assert f"{moved_colab}notebooks/gpu_tensors.ipynb" in (checkout / "notebooks" / "gpu_training.ipynb").read_text()
-    assert f"{moved_colab}notebooks/gpu_training.ipynb" in (checkout / "notebooks" / "gpu_tensors.ipynb").read_text()
+    assert (
+        f"{moved_colab}notebooks/gpu_tensors.ipynb"
+        in (checkout / "notebooks" / "gpu_training.ipynb").read_text()
+    )
+    assert (
+        f"{moved_colab}notebooks/gpu_training.ipynb"
+        in (checkout / "notebooks" / "gpu_tensors.ipynb").read_text()
+    )
 
 
 def test_check_refuses_a_colab_link_to_a_file_the_repository_lacks(checkout):
     lesson = checkout / "notebooks" / "gpu_tensors.ipynb"
-    lesson.write_text(lesson.read_text().replace(
-        "blob/main/release/gpu_tensors/gpu_tensors.ipynb", "blob/main/release/gone/gone.ipynb"))
+    lesson.write_text(
+        lesson.read_text().replace(
+            "blob/main/release/gpu_tensors/gpu_tensors.ipynb", "blob/main/release/gone/gone.ipynb"
+        )
+    )
     check = sync_links(checkout, "--check", "--root", str(checkout))
     assert check.returncode == 1
-    assert "points to release/gone/gone.ipynb, which is not a file of this repository" in check.stderr
+    assert (
+        "points to release/gone/gone.ipynb, which is not a file of this repository" in check.stderr
+    )
 
 
 def test_check_refuses_a_notebook_without_the_setup_cell(checkout):

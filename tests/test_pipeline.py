@@ -1,4 +1,5 @@
 """course-grade on a whole class: scores, fates, nothing touched, feedback, re-runs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -28,15 +29,33 @@ from tests.class_fixture import (
 from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 CLI = str(Path(sys.executable).parent / "course-grade")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
-SOURCE_TABLES = ("course", "assignment", "notebook", "base_cell", "grade_cells",
-                 "solution_cells", "task_cells", "source_cell")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    ),
+]
+SOURCE_TABLES = (
+    "course",
+    "assignment",
+    "notebook",
+    "base_cell",
+    "grade_cells",
+    "solution_cells",
+    "task_cells",
+    "source_cell",
+)
 
 
 def course_grade(course: Path, *args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
-                          capture_output=True, text=True, timeout=900, **kw)
+    return subprocess.run(
+        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        **kw,
+    )
 
 
 def tree_hashes(folder: Path, skip=()) -> dict[str, str]:
@@ -70,13 +89,18 @@ def graded(tmp_path_factory):
     cases = full_class()
     inputs = place_class(course, tmp, cases)
     importers.record_problems(course, ASSIGNMENT, importers.import_exchange(course, ASSIGNMENT))
-    importers.record_problems(course, ASSIGNMENT,
-                              importers.import_zip(course, ASSIGNMENT, inputs["zip"]))
-    before = {"source": tree_hashes(course / "source"), "release": tree_hashes(course / "release"),
-              "rows": source_rows(course), "config": tree_hashes(course)["nbgrader_config.py"],
-              # everything beside the course: the sentinel, the exchange, the inbox, the zip
-              "outside": tree_hashes(tmp, skip=("course",)),
-              "submitted": tree_hashes(course / "submitted")}
+    importers.record_problems(
+        course, ASSIGNMENT, importers.import_zip(course, ASSIGNMENT, inputs["zip"])
+    )
+    before = {
+        "source": tree_hashes(course / "source"),
+        "release": tree_hashes(course / "release"),
+        "rows": source_rows(course),
+        "config": tree_hashes(course)["nbgrader_config.py"],
+        # everything beside the course: the sentinel, the exchange, the inbox, the zip
+        "outside": tree_hashes(tmp, skip=("course",)),
+        "submitted": tree_hashes(course / "submitted"),
+    }
     # The folder import happens in the same command that grades.
     started = time.monotonic()
     result = course_grade(course, "--folder", str(inputs["folder"]), "-j", "2")
@@ -104,8 +128,16 @@ def test_every_score_and_fate(graded):
     for case in cases:
         got = outcomes.get(case.student, {"score": None, "fate": "(no outcome)", "details": []})
         if got["score"] != case.expected_score or got["fate"] != case.expected_fate:
-            wrong.append((case.student, case.expected_score, case.expected_fate,
-                          got["score"], got["fate"], got["details"]))
+            wrong.append(
+                (
+                    case.student,
+                    case.expected_score,
+                    case.expected_fate,
+                    got["score"],
+                    got["fate"],
+                    got["details"],
+                )
+            )
         if case.expected_detail and not any(case.expected_detail in d for d in got["details"]):
             wrong.append((case.student, "detail", case.expected_detail, got["details"]))
     assert not wrong
@@ -131,8 +163,11 @@ def test_no_test_kernel_problem_in_the_class(graded):
     """The test kernel stood up to every trick: no submission's points were withheld for
     its failure (the only "needs review" fates are import ambiguities)."""
     course, cases, _, _ = graded
-    withheld = {s: o["details"] for s, o in report(course).items()
-                if any("withheld" in d for d in o["details"])}
+    withheld = {
+        s: o["details"]
+        for s, o in report(course).items()
+        if any("withheld" in d for d in o["details"])
+    }
     assert withheld == {}
 
 
@@ -149,8 +184,9 @@ def test_nothing_but_grade_rows_changes(graded):
     # the sentinel kept its bytes and its mode.
     outside = tree_hashes(course.parent, skip=("course",))
     inbox = str(before["inbox"].relative_to(course.parent))
-    assert {k: v for k, v in outside.items() if not k.startswith(inbox)} == \
-        {k: v for k, v in before["outside"].items() if not k.startswith(inbox)}
+    assert {k: v for k, v in outside.items() if not k.startswith(inbox)} == {
+        k: v for k, v in before["outside"].items() if not k.startswith(inbox)
+    }
     assert sentinel(course).stat().st_mode & 0o777 == 0o600
     # What the imports wrote stayed as it was: no submission overwrote another's.
     after = tree_hashes(course / "submitted")
@@ -160,15 +196,26 @@ def test_nothing_but_grade_rows_changes(graded):
 def test_nothing_is_written_outside_its_folder(graded):
     """No import or kernel wrote beside the course's own folders, or under a path id."""
     course, _, _, _ = graded
-    allowed = {"nbgrader_config.py", "source", "release", "submitted", "autograded", "feedback",
-               "reports", "gradebook.db", "grades.csv", ".course-grade"}
+    allowed = {
+        "nbgrader_config.py",
+        "source",
+        "release",
+        "submitted",
+        "autograded",
+        "feedback",
+        "reports",
+        "gradebook.db",
+        "grades.csv",
+        ".course-grade",
+    }
     assert {p.name for p in course.iterdir()} <= allowed
     from autograder.inbox import valid_student_id
 
     for top in ("submitted", "autograded", "feedback"):
         assert all(valid_student_id(p.name) for p in (course / top).iterdir()), top
     assert sorted(p.name for p in course.parent.iterdir()) == sorted(
-        ["course", "exchange", "inbox", "lms-download.zip", "sentinel.txt"])
+        ["course", "exchange", "inbox", "lms-download.zip", "sentinel.txt"]
+    )
 
 
 def test_submissions_stay_within_their_limits(graded):
@@ -212,8 +259,10 @@ def test_feedback_runs_nothing_of_the_students(graded):
             self._in_script = False
 
     course, _, _, _ = graded
-    pages = {s: course / "feedback" / s / ASSIGNMENT / f"{ASSIGNMENT}.html"
-             for s in ("trick-script-in-markdown", "trick-script-in-outputs", "ada")}
+    pages = {
+        s: course / "feedback" / s / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        for s in ("trick-script-in-markdown", "trick-script-in-outputs", "ada")
+    }
     for student, page in pages.items():
         parser = Active()
         parser.feed(page.read_text())
@@ -224,9 +273,11 @@ def test_feedback_runs_nothing_of_the_students(graded):
     nbgrader_files = ("timestamp.txt", "submission_secret.txt")
     for kind, suffix in (("feedback", ".html"), ("autograded", ".ipynb")):
         files = [p.relative_to(course / kind) for p in (course / kind).rglob("*") if p.is_file()]
-        assert files and all(str(f) == f"{f.parts[0]}/{ASSIGNMENT}/{ASSIGNMENT}{suffix}"
-                             or (f.parts[1:] in [(ASSIGNMENT, n) for n in nbgrader_files])
-                             for f in files), (kind, [f for f in files if f.suffix != suffix][:5])
+        assert files and all(
+            str(f) == f"{f.parts[0]}/{ASSIGNMENT}/{ASSIGNMENT}{suffix}"
+            or (f.parts[1:] in [(ASSIGNMENT, n) for n in nbgrader_files])
+            for f in files
+        ), (kind, [f for f in files if f.suffix != suffix][:5])
 
 
 def test_feedback_shows_no_hidden_test_source(graded):
@@ -247,8 +298,9 @@ def test_feedback_shows_no_hidden_test_source(graded):
         text = html.unescape(page.read_text())
         leaked = [line for line in hidden if line in text]
         assert not leaked, (page, leaked[:3])
-    mib = html.unescape((course / "feedback" / "mistake-mib" / ASSIGNMENT /
-                         f"{ASSIGNMENT}.html").read_text())
+    mib = html.unescape(
+        (course / "feedback" / "mistake-mib" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    )
     assert MISTAKES["mib"].hint in mib  # the failure message itself still shows
 
 
@@ -257,8 +309,9 @@ def test_second_run_grades_only_what_changed(graded):
     again = course_grade(course)
     assert again.returncode == 0, again.stderr[-2000:]
     assert all(o["this_run"] != "graded" for o in report(course).values())
-    nbformat.write(make_submission(RELEASE, SOLUTIONS),
-                   course / "submitted" / "blank" / ASSIGNMENT / NOTEBOOK)
+    nbformat.write(
+        make_submission(RELEASE, SOLUTIONS), course / "submitted" / "blank" / ASSIGNMENT / NOTEBOOK
+    )
     third = course_grade(course)
     rerun = {s for s, o in report(course).items() if o["this_run"] == "graded"}
     assert third.returncode == 0 and rerun == {"blank"}
@@ -292,9 +345,24 @@ def as_ordinary_user(argv: list[str], home: Path, timeout: int = 600):
     outer = []
     if os.geteuid() == 0:
         python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
-        outer = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root",
-                 "--ro-bind", python_home, python_home, "--",
-                 "setpriv", f"--reuid={ORDINARY}", f"--regid={ORDINARY}", "--clear-groups"]
+        outer = [
+            "bwrap",
+            "--dev-bind",
+            "/",
+            "/",
+            "--perms",
+            "0755",
+            "--tmpfs",
+            "/root",
+            "--ro-bind",
+            python_home,
+            python_home,
+            "--",
+            "setpriv",
+            f"--reuid={ORDINARY}",
+            f"--regid={ORDINARY}",
+            "--clear-groups",
+        ]
     return subprocess.run(outer + argv, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -340,8 +408,12 @@ def student_kernel(proc) -> bool:
         parent = proc.parent()
     except Exception:  # noqa: BLE001 - gone
         return False
-    return "cg-student-" in line and parent is not None and \
-        "kernel_entry" in cmdline(parent) and "bwrap" not in cmdline(parent).split(" ")[0]
+    return (
+        "cg-student-" in line
+        and parent is not None
+        and "kernel_entry" in cmdline(parent)
+        and "bwrap" not in cmdline(parent).split(" ")[0]
+    )
 
 
 def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(graded):
@@ -363,15 +435,18 @@ def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(grad
         submissions_before = db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone()
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
     try:
-        run = subprocess.Popen([CLI, ASSIGNMENT, "--course", str(course), "-j", "1",
-                                "--no-progress"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+        run = subprocess.Popen(
+            [CLI, ASSIGNMENT, "--course", str(course), "-j", "1", "--no-progress"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and len(list(ledger.glob("*.json"))) < 1:
             time.sleep(0.2)
         # Kill it while a student's sandboxed kernel of the next submission is running.
         while time.monotonic() < deadline and not any(
-                student_kernel(p) for p in descendants(run.pid)):
+            student_kernel(p) for p in descendants(run.pid)
+        ):
             time.sleep(0.05)
         left = descendants(run.pid)
         assert any("kernel_entry" in cmdline(p) for p in left)
@@ -386,18 +461,23 @@ def test_killed_run_resumes_as_an_ordinary_user_and_equals_the_parallel_run(grad
         assert 1 <= len(done_before) < len(picks)
 
         give_to_ordinary_user(base)
-        resumed = as_ordinary_user([CLI, ASSIGNMENT, "--course", str(course), "-j", "1",
-                             "--no-progress"], home=base)
+        resumed = as_ordinary_user(
+            [CLI, ASSIGNMENT, "--course", str(course), "-j", "1", "--no-progress"], home=base
+        )
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         serial = {s: o for s, o in report(course).items() if s in picks}
-        assert {s for s, o in serial.items() if o["this_run"] == "graded"} == \
-            set(picks) - done_before
-        assert {s: (o["score"], o["fate"]) for s, o in serial.items()} == \
-            {s: (parallel[s]["score"], parallel[s]["fate"]) for s in picks}
+        assert {s for s, o in serial.items() if o["this_run"] == "graded"} == set(
+            picks
+        ) - done_before
+        assert {s: (o["score"], o["fate"]) for s, o in serial.items()} == {
+            s: (parallel[s]["score"], parallel[s]["fate"]) for s in picks
+        }
         assert parallel["fork-bomb"]["fate"] == "too many processes"
         with sqlite3.connect(course / "gradebook.db") as db:
-            assert db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone() == \
-                submissions_before
+            assert (
+                db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone()
+                == submissions_before
+            )
         regraded = course / "autograded" / (sorted(set(picks) - done_before)[0]) / ASSIGNMENT
         assert (regraded / NOTEBOOK).stat().st_uid == ORDINARY
     finally:
@@ -411,10 +491,17 @@ def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace():
         (work / "sockets").mkdir()
         give_to_ordinary_user(work)
         # What the pipeline runs without root: one bwrap with --unshare-user.
-        sandbox = as_ordinary_user([sys.executable, "-c", "import json; from pathlib import Path; "
-                                    "from autograder.sandbox import Sandbox; print(json.dumps("
-                                    f"Sandbox().command(Path({str(work / 'staging')!r}), "
-                                    "[], -1)))"], work)
+        sandbox = as_ordinary_user(
+            [
+                sys.executable,
+                "-c",
+                "import json; from pathlib import Path; "
+                "from autograder.sandbox import Sandbox; print(json.dumps("
+                f"Sandbox().command(Path({str(work / 'staging')!r}), "
+                "[], -1)))",
+            ],
+            work,
+        )
         argv, steps = json.loads(sandbox.stdout)
         assert "--unshare-user" in argv and "--disable-userns" in argv and steps == {}
         forks = as_ordinary_user(argv + [sys.executable, "-c", FORKS], work, timeout=120)
@@ -465,8 +552,11 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
     # Per question: of the graded submissions, how many had full marks.
     assert rows["test_q2_mb"][2] != "0" and rows["test_q2_mb"][3].endswith("%")
     # The hint of the MiB mistake is counted, once per student who made it.
-    mib = [row for row in parsed.rows if len(row) == 3 and "that is in MiB" in row[2]
-           and row[1] == "test_q2_mb"]
+    mib = [
+        row
+        for row in parsed.rows
+        if len(row) == 3 and "that is in MiB" in row[2] and row[1] == "test_q2_mb"
+    ]
     assert mib and int(mib[0][0]) >= 1
     # Only hints are counted there: a crash or a withheld cell is not a misconception.
     hinted = [row for row in parsed.rows if len(row) == 3 and row[1].startswith("test_")]

@@ -1,4 +1,5 @@
 """The pipeline timeline widget, driven from Python as a front end would drive it."""
+
 import asyncio
 
 from gpucourse.image_batches import measure_speeds
@@ -8,22 +9,34 @@ from gpucourse.widget_access import SLIDER_CLASS
 
 def test_starts_unrevealed_with_every_control_named_in_words():
     widget = PipelineWidget()
-    assert widget.result_text == ("no workers (the main process loads), pageable memory, one stream, "
-                                  "copied as float32: predict the time per batch and the bottleneck, "
-                                  "then press Run.")
-    assert widget.workers.description == "Loader workers" and (widget.workers.min, widget.workers.max) == (0, 4)
+    assert widget.result_text == (
+        "no workers (the main process loads), pageable memory, one stream, "
+        "copied as float32: predict the time per batch and the bottleneck, "
+        "then press Run."
+    )
+    assert widget.workers.description == "Loader workers" and (
+        widget.workers.min,
+        widget.workers.max,
+    ) == (0, 4)
     assert SLIDER_CLASS in widget.workers._dom_classes
-    assert widget.pinned.description == "Pinned memory" and widget.side_stream.description == "Copy on a side stream"
+    assert (
+        widget.pinned.description == "Pinned memory"
+        and widget.side_stream.description == "Copy on a side stream"
+    )
     assert list(widget.dtype.options) == ["uint8", "float32"] and widget.run.description == "Run"
     assert widget.mode not in widget.view.children  # no measured speeds given: no toggle
     # Lanes named in words, empty before Run; the rule says where each figure came from.
-    assert "load, main process" in widget.timeline.value and "compute on GPU" in widget.timeline.value
+    assert (
+        "load, main process" in widget.timeline.value and "compute on GPU" in widget.timeline.value
+    )
     assert "0 of 8 computed" in widget.timeline.value
     assert "made up: an 8 ms step on the GPU" in widget.rule.value
     # "One after another" means what the model computes: no workers, the main process loading.
-    assert ("No workers means the main process loads each batch and every stage waits for the one "
-            "before: one after another, as in a loop that waits for the GPU at every step (it reads "
-            "the loss, say).") in widget.rule.value
+    assert (
+        "No workers means the main process loads each batch and every stage waits for the one "
+        "before: one after another, as in a loop that waits for the GPU at every step (it reads "
+        "the loss, say)."
+    ) in widget.rule.value
     assert "load: 26 ms a batch of 256 for one worker" in widget.rule.value
     assert "38.5 MB, a batch of 256 as uint8" not in widget.rule.value  # float32 by default
     assert "154 MB, a batch of 256 as float32" in widget.rule.value
@@ -32,12 +45,17 @@ def test_starts_unrevealed_with_every_control_named_in_words():
 def test_run_without_an_event_loop_shows_the_steady_state_and_settings_update_it():
     widget = PipelineWidget()
     widget.run.click()
-    assert widget.result_text == ("8 batches in 371 ms · 46.3 ms a batch in steady state · bottleneck: "
-                                  "load · GPU busy 17% of the time (assumed: made-up stage times, the "
-                                  "first unit's link speed).")
+    assert widget.result_text == (
+        "8 batches in 371 ms · 46.3 ms a batch in steady state · bottleneck: "
+        "load · GPU busy 17% of the time (assumed: made-up stage times, the "
+        "first unit's link speed)."
+    )
     assert f"{BATCHES} of {BATCHES} computed" in widget.timeline.value
     widget.workers.value = 2
-    assert "20.3 ms a batch" in widget.result_text and "bottleneck: copy + compute" in widget.result_text
+    assert (
+        "20.3 ms a batch" in widget.result_text
+        and "bottleneck: copy + compute" in widget.result_text
+    )
     assert "load, worker 2" in widget.timeline.value
     widget.pinned.value = widget.side_stream.value = True
     widget.dtype.value = "uint8"

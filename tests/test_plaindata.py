@@ -1,4 +1,5 @@
 """Plain data: what crosses between the student's kernel and the test kernel."""
+
 from __future__ import annotations
 
 import io
@@ -12,12 +13,31 @@ from autograder import plaindata
 
 
 # -- plain data ------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [
-    None, True, 3, -(2**70), 0.1, -0.0, float("inf"), 1 + 2j, "GPU", b"\x00\xff",
-    (96, 83), [1, [2.5, "x"]], {"a": (1, 2), 3: None}, slice(1, None, 2),
-    torch.float16, torch.bfloat16, torch.device("cpu"), torch.Size([16, 4096, 3]),
-    np.arange(6.0).reshape(2, 3), np.float32(0.5),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -(2**70),
+        0.1,
+        -0.0,
+        float("inf"),
+        1 + 2j,
+        "GPU",
+        b"\x00\xff",
+        (96, 83),
+        [1, [2.5, "x"]],
+        {"a": (1, 2), 3: None},
+        slice(1, None, 2),
+        torch.float16,
+        torch.bfloat16,
+        torch.device("cpu"),
+        torch.Size([16, 4096, 3]),
+        np.arange(6.0).reshape(2, 3),
+        np.float32(0.5),
+    ],
+)
 def test_plain_values_come_back_equal_and_of_the_same_type(value):
     data = json.loads(json.dumps(plaindata.encode(value)))  # through real JSON
     back = plaindata.decode(data)
@@ -28,17 +48,24 @@ def test_plain_values_come_back_equal_and_of_the_same_type(value):
         assert back == value and repr(back) == repr(value)
 
 
-@pytest.mark.parametrize("tensor", [
-    torch.arange(12, dtype=torch.float32).reshape(3, 4).t(),  # not contiguous
-    torch.tensor([1.5, float("nan"), -0.0], dtype=torch.bfloat16),
-    torch.tensor([[True, False]]), torch.zeros(0, 3, dtype=torch.int64),
-    torch.tensor(7, dtype=torch.int8), torch.ones(2, 2, dtype=torch.complex64),
-])
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.arange(12, dtype=torch.float32).reshape(3, 4).t(),  # not contiguous
+        torch.tensor([1.5, float("nan"), -0.0], dtype=torch.bfloat16),
+        torch.tensor([[True, False]]),
+        torch.zeros(0, 3, dtype=torch.int64),
+        torch.tensor(7, dtype=torch.int8),
+        torch.ones(2, 2, dtype=torch.complex64),
+    ],
+)
 def test_tensors_keep_dtype_shape_and_exact_bits(tensor):
     back = plaindata.decode(json.loads(json.dumps(plaindata.encode(tensor))))
     assert (back.dtype, back.shape, back.device) == (tensor.dtype, tensor.shape, tensor.device)
-    assert torch.equal(back.reshape(-1).view(torch.uint8) if back.numel() else back,
-                       tensor.contiguous().reshape(-1).view(torch.uint8) if tensor.numel() else tensor)
+    assert torch.equal(
+        back.reshape(-1).view(torch.uint8) if back.numel() else back,
+        tensor.contiguous().reshape(-1).view(torch.uint8) if tensor.numel() else tensor,
+    )
 
 
 def test_a_meta_tensor_keeps_its_shape_and_no_numbers():
@@ -73,11 +100,15 @@ def test_objects_without_a_plain_form_are_refused():
 
 
 def test_decoding_runs_no_code_and_rejects_unknown_tags():
-    for bad in [{"$": "pickle", "v": "gASV"}, {"$": "dtype", "v": "nn"},
-                {"$": "ndarray", "dtype": "|O", "shape": [1], "bytes": ""}, {"$": "ref"},
-                {"$": "module", "type": "Subprocess"}, {"$": "module", "type": "Linear",
-                                                         "init": {"$": "dict", "v": [[1, 2]]}},
-                {"$": "bytes", "v": "not base64!"}]:
+    for bad in [
+        {"$": "pickle", "v": "gASV"},
+        {"$": "dtype", "v": "nn"},
+        {"$": "ndarray", "dtype": "|O", "shape": [1], "bytes": ""},
+        {"$": "ref"},
+        {"$": "module", "type": "Subprocess"},
+        {"$": "module", "type": "Linear", "init": {"$": "dict", "v": [[1, 2]]}},
+        {"$": "bytes", "v": "not base64!"},
+    ]:
         with pytest.raises(ValueError):
             plaindata.decode(bad)
 
@@ -105,8 +136,12 @@ def test_a_tensor_subclass_is_read_as_the_plain_tensor_under_it():
 
 
 def test_standard_modules_come_back_as_themselves_with_their_state():
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
-                                torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2, bias=False))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(3, 4),
+        torch.nn.ReLU(),
+        torch.nn.BatchNorm1d(4),
+        torch.nn.Linear(4, 2, bias=False),
+    )
     model[0].weight.grad = torch.ones(4, 3)
     model.eval()
     back = through_json(model)
@@ -158,13 +193,17 @@ def test_a_meta_model_keeps_requires_grad_so_it_can_train_on_meta():
     assert back[0].weight.grad.device.type == "meta"
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
-    lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.9), amsgrad=True),
-    lambda p: torch.optim.AdamW(p, lr=0.02, weight_decay=0.1),
-    lambda p: torch.optim.RMSprop(p, lr=0.03, momentum=0.5, centered=True),
-    lambda p: torch.optim.Adagrad(p, lr=0.04),
-], ids=["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+        lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.9), amsgrad=True),
+        lambda p: torch.optim.AdamW(p, lr=0.02, weight_decay=0.1),
+        lambda p: torch.optim.RMSprop(p, lr=0.03, momentum=0.5, centered=True),
+        lambda p: torch.optim.Adagrad(p, lr=0.04),
+    ],
+    ids=["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"],
+)
 def test_an_optimizer_crosses_with_its_defaults_and_groups(make):
     """`optimizer.defaults` is what it was constructed with: a student's function may read it."""
     model = torch.nn.Linear(2, 3)
@@ -174,8 +213,9 @@ def test_an_optimizer_crosses_with_its_defaults_and_groups(make):
     assert type(back) is type(optimizer)
     assert back.defaults == optimizer.defaults
     (group,) = back.param_groups
-    assert {k: v for k, v in group.items() if k != "params"} == \
-        {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
+    assert {k: v for k, v in group.items() if k != "params"} == {
+        k: v for k, v in optimizer.param_groups[0].items() if k != "params"
+    }
     assert [id(p) for p in group["params"]] == [id(p) for p in back_model.parameters()]
 
 
@@ -186,10 +226,16 @@ def test_references_stand_for_chosen_objects():
     assert plaindata.decode(data, ref=lambda d: x)[0] is x
 
 
-@pytest.mark.parametrize("target, after", [
-    (torch.zeros(3), torch.arange(3.0)), ([1, 2], [3]), ({"a": 1}, {"b": 2}),
-    (np.zeros(2), np.ones(2)), (bytearray(b"ab"), b"cd"),
-])
+@pytest.mark.parametrize(
+    "target, after",
+    [
+        (torch.zeros(3), torch.arange(3.0)),
+        ([1, 2], [3]),
+        ({"a": 1}, {"b": 2}),
+        (np.zeros(2), np.ones(2)),
+        (bytearray(b"ab"), b"cd"),
+    ],
+)
 def test_only_models_and_optimizers_take_changes_in_place(target, after):
     """Every other argument crosses by value: the test's own object never changes, so no
     expected value a test computes from it afterwards can be the student's."""
@@ -216,13 +262,17 @@ def tensor_data(**changes):
     return data
 
 
-@pytest.mark.parametrize("data", [
-    tensor_data(shape=[1 << 20]),                    # bytes for 6 numbers, a shape of a million
-    {k: v for k, v in tensor_data().items() if k != "bytes"},  # no bytes on the CPU
-    tensor_data(bytes=tensor_data()["bytes"] + "AAAA"),          # more bytes than numbers
-    tensor_data(device="meta"),                      # a meta tensor with numbers
-    tensor_data(dtype="uint8", shape=[6]),           # 24 bytes for 6 uint8 numbers
-], ids=["short", "none", "long", "meta-with-bytes", "dtype-mismatch"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        tensor_data(shape=[1 << 20]),  # bytes for 6 numbers, a shape of a million
+        {k: v for k, v in tensor_data().items() if k != "bytes"},  # no bytes on the CPU
+        tensor_data(bytes=tensor_data()["bytes"] + "AAAA"),  # more bytes than numbers
+        tensor_data(device="meta"),  # a meta tensor with numbers
+        tensor_data(dtype="uint8", shape=[6]),  # 24 bytes for 6 uint8 numbers
+    ],
+    ids=["short", "none", "long", "meta-with-bytes", "dtype-mismatch"],
+)
 def test_only_complete_tensors_are_decoded(data):
     """A tensor's bytes are exactly numel x itemsize: the decoder never builds memory it
     did not fill (torch.empty would hand back whatever the process held there before)."""
@@ -277,9 +327,16 @@ def test_a_reply_of_too_many_modules_is_refused_early():
     """27,000 layers under every other limit once kept a test kernel busy for minutes: a
     reply rebuilds at most MAX_MODULES modules, then is refused, whatever else it holds."""
     conv = plaindata.encode(torch.nn.Conv2d(1, 1, 1))
-    data = {"$": "module", "class": "torch.nn.modules.container.Sequential", "type": "Sequential",
-            "training": True, "init": {"$": "dict", "v": []}, "params": [], "buffers": [],
-            "children": [[str(i), conv] for i in range(plaindata.MAX_MODULES + 5)]}
+    data = {
+        "$": "module",
+        "class": "torch.nn.modules.container.Sequential",
+        "type": "Sequential",
+        "training": True,
+        "init": {"$": "dict", "v": []},
+        "params": [],
+        "buffers": [],
+        "children": [[str(i), conv] for i in range(plaindata.MAX_MODULES + 5)],
+    }
     with pytest.raises(plaindata.TooCostly, match="modules"):
         plaindata.decode(json.loads(json.dumps(data)))
 
@@ -300,15 +357,30 @@ def trained(model, change):
     return data
 
 
-@pytest.mark.parametrize("change, words", [
-    (lambda d: d["buffers"].append(["leak", {"$": "tensor", "dtype": "uint8", "device": "meta",
-                                             "shape": [64]}]), "buffers changed"),
-    (lambda d: d["params"].pop(), "parameters changed"),
-    (lambda d: d["params"][0][1]["t"].update(plaindata.encode(torch.zeros(2, 2))), "came back as"),
-    (lambda d: d["params"][0][1]["t"].update(plaindata.encode(torch.zeros(3, 2, dtype=torch.float64))),
-     "came back as"),
-    (lambda d: d.update(type="Conv1d"), "another kind"),
-], ids=["new-buffer", "removed-parameter", "new-shape", "new-dtype", "new-kind"])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            lambda d: d["buffers"].append(
+                ["leak", {"$": "tensor", "dtype": "uint8", "device": "meta", "shape": [64]}]
+            ),
+            "buffers changed",
+        ),
+        (lambda d: d["params"].pop(), "parameters changed"),
+        (
+            lambda d: d["params"][0][1]["t"].update(plaindata.encode(torch.zeros(2, 2))),
+            "came back as",
+        ),
+        (
+            lambda d: d["params"][0][1]["t"].update(
+                plaindata.encode(torch.zeros(3, 2, dtype=torch.float64))
+            ),
+            "came back as",
+        ),
+        (lambda d: d.update(type="Conv1d"), "another kind"),
+    ],
+    ids=["new-buffer", "removed-parameter", "new-shape", "new-dtype", "new-kind"],
+)
 def test_a_model_may_change_only_the_values_of_the_members_it_has(change, words):
     model = torch.nn.Linear(2, 3)
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -320,11 +392,15 @@ def test_a_model_may_change_only_the_values_of_the_members_it_has(change, words)
     assert not list(model.buffers())
 
 
-@pytest.mark.parametrize("state, words", [
-    ({0: {"momentum_buffer": torch.zeros(3, 2), "stolen": torch.zeros(3)}}, "no state named"),
-    ({0: {"momentum_buffer": torch.zeros(100)}}, "shape"),
-    ({7: {"momentum_buffer": torch.zeros(3, 2)}}, "per parameter"),
-], ids=["unknown-name", "wrong-shape", "unknown-parameter"])
+@pytest.mark.parametrize(
+    "state, words",
+    [
+        ({0: {"momentum_buffer": torch.zeros(3, 2), "stolen": torch.zeros(3)}}, "no state named"),
+        ({0: {"momentum_buffer": torch.zeros(100)}}, "shape"),
+        ({7: {"momentum_buffer": torch.zeros(3, 2)}}, "per parameter"),
+    ],
+    ids=["unknown-name", "wrong-shape", "unknown-parameter"],
+)
 def test_an_optimizer_takes_only_its_own_kind_of_state(state, words):
     model = torch.nn.Linear(2, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

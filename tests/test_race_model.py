@@ -1,4 +1,5 @@
 """The race's arithmetic: the seed's totals, its crossover, and the measured mode."""
+
 import math
 
 import pytest
@@ -34,12 +35,15 @@ def test_other_tick_rules_move_the_crossover():
     assert Race.ticks(cpu_per_tick=256).crossover() is None
 
 
-@pytest.mark.parametrize("cpu, gpu, copy_in, copy_out", [
-    (1.2, 0.016, 0.5, 0.5),      # the seed's worked example on a slow-core machine
-    (0.4, 0.016, 0.48, 0.48),    # the seed's own figures
-    (0.4, 0.016, 2.0, 2.0),      # pageable copies, several times slower
-    (3.0, 1.0, 4.0, 4.0),        # copies / saving is a whole number: a tie at 4 steps
-])
+@pytest.mark.parametrize(
+    "cpu, gpu, copy_in, copy_out",
+    [
+        (1.2, 0.016, 0.5, 0.5),  # the seed's worked example on a slow-core machine
+        (0.4, 0.016, 0.48, 0.48),  # the seed's own figures
+        (0.4, 0.016, 2.0, 2.0),  # pageable copies, several times slower
+        (3.0, 1.0, 4.0, 4.0),  # copies / saving is a whole number: a tie at 4 steps
+    ],
+)
 def test_measured_crossover_agrees_with_the_speeds(cpu, gpu, copy_in, copy_out):
     race = Race.measured(cpu, gpu, copy_in, copy_out)
     n = race.crossover()
@@ -104,5 +108,4 @@ def test_frames_go_tick_by_tick_when_short_and_end_at_the_finish():
 
 
 def test_table_lists_totals_and_winners():
-    assert Race.ticks().table([1, 2, 3]) == [
-        (1, 32, 81, CPU), (2, 64, 82, CPU), (3, 96, 83, GPU)]
+    assert Race.ticks().table([1, 2, 3]) == [(1, 32, 81, CPU), (2, 64, 82, CPU), (3, 96, 83, GPU)]

@@ -1,4 +1,5 @@
 """The race widget, driven from Python as a front end would drive it."""
+
 import asyncio
 
 import ipywidgets
@@ -34,10 +35,13 @@ def test_run_plays_to_the_end_and_states_both_totals_and_the_winner():
     assert not race.run.disabled
 
 
-@pytest.mark.parametrize("steps, line", [
-    (2, "2 steps: CPU 64 ticks, GPU 82 ticks — the CPU wins."),
-    (3, "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."),
-])
+@pytest.mark.parametrize(
+    "steps, line",
+    [
+        (2, "2 steps: CPU 64 ticks, GPU 82 ticks — the CPU wins."),
+        (3, "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."),
+    ],
+)
 def test_after_a_run_the_slider_updates_the_result_line(steps, line):
     race = RaceWidget()
     race.run.click()
@@ -120,11 +124,32 @@ def test_mode_toggle_only_when_measured_speeds_are_given():
 
 def test_widgets_carry_the_documented_css_classes():
     race = RaceWidget()
-    classes = {name for w in [race.view, race.steps, race.run, race.cpu, race.gpu, race.result,
-                              race.rule, race.mode] for name in w._dom_classes} - {SLIDER_CLASS}
-    assert classes == {"race", "race-steps", "race-run", "race-lane-cpu", "race-lane-gpu",
-                       "race-result", "race-rule", "race-mode"}
+    classes = {
+        name
+        for w in [
+            race.view,
+            race.steps,
+            race.run,
+            race.cpu,
+            race.gpu,
+            race.result,
+            race.rule,
+            race.mode,
+        ]
+        for name in w._dom_classes
+    } - {SLIDER_CLASS}
+    assert classes == {
+        "race",
+        "race-steps",
+        "race-run",
+        "race-lane-cpu",
+        "race-lane-gpu",
+        "race-result",
+        "race-rule",
+        "race-mode",
+    }
     import gpucourse.race_widget as module
+
     assert all(f"``{name}``" in module.__doc__ for name in classes)
 
 
@@ -167,8 +192,9 @@ def test_without_a_gpu_the_measured_race_says_its_gpu_is_assumed():
     race = RaceWidget(measured=measured)
     race.run.click()
     race.mode.value = "measured"
-    assert race.result_text == ("1 step: CPU 1.2 ms, GPU 0.976 ms — the GPU wins "
-                                "(the GPU's times assumed, not measured).")
+    assert race.result_text == (
+        "1 step: CPU 1.2 ms, GPU 0.976 ms — the GPU wins (the GPU's times assumed, not measured)."
+    )
     assert "With the assumed GPU, the GPU would win from 1 step on." in race.rule.value
     assert "The GPU wins from" not in race.rule.value
 

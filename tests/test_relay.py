@@ -1,6 +1,7 @@
 """The relay between a student's kernel and the grader (``autograder.relay``): the grader
 never holds more of a kernel's output than it allows, however the kernel sends it, and a
 relayed kernel works as any kernel does."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,17 +19,21 @@ from traitlets.config import Config
 from autograder.fates import Kind, kill_reason
 from autograder.kernel import SandboxedKernelManager
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="needs bubblewrap (scripts/setup --system installs it)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    ),
+]
 UID = 61991 if os.geteuid() == 0 else -1
 # One message of 40 frames of 50 MB (the kernel sends one buffer 40 times, without copies).
-MANY_FRAMES = '''
+MANY_FRAMES = """
 k = get_ipython().kernel
 b = b"x" * 50_000_000
 k.session.send(k.iopub_socket, "display_data", {"data": {}, "metadata": {}}, buffers=[b] * 40)
 import time; time.sleep(20)
-'''
+"""
 
 
 def _relayed(code: str, timeout: float = 10, **execute):
@@ -92,7 +97,9 @@ def test_a_message_of_many_frames_cuts_the_kernel_off_not_the_grader():
 
 def test_a_message_over_the_cap_in_small_frames_is_not_forwarded():
     """Two frames of 40 MB: each under Sandbox.max_message_mb (64), the message over it."""
-    code = MANY_FRAMES.replace('b"x" * 50_000_000', 'b"x" * 40_000_000').replace("[b] * 40", "[b] * 2")
+    code = MANY_FRAMES.replace('b"x" * 50_000_000', 'b"x" * 40_000_000').replace(
+        "[b] * 40", "[b] * 2"
+    )
     reply, events, growth_mb, _ = _relayed(code)
     assert isinstance(reply, TimeoutError)
     assert growth_mb < 100, f"the grader grew {growth_mb:.0f} MB"
@@ -106,8 +113,11 @@ def test_a_relayed_kernel_answers_input_and_interrupts():
 
     async def drive(km, kc, code, timeout):
         seen = []
-        first = kc.execute("big = 'y' * 30_000_000; print(len(big))\n"
-                           "answer = input('name? ')\nprint('got', answer)", allow_stdin=True)
+        first = kc.execute(
+            "big = 'y' * 30_000_000; print(len(big))\n"
+            "answer = input('name? ')\nprint('got', answer)",
+            allow_stdin=True,
+        )
         msg = await kc.get_stdin_msg(timeout=timeout)
         assert msg["content"]["prompt"] == "name? "
         kc.input("ada")

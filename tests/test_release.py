@@ -1,4 +1,5 @@
 """The committed release: in sync with its source, free of answers, and runnable without nbgrader."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,16 @@ from nbclient import NotebookClient
 from units import UNITS, submissions
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_FOLDERS = sorted(path.name for path in (ROOT / "source").iterdir()
-                        if (path / f"{path.name}.ipynb").is_file())
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN MARK SCHEME")
+SOURCE_FOLDERS = sorted(
+    path.name for path in (ROOT / "source").iterdir() if (path / f"{path.name}.ipynb").is_file()
+)
+MARKERS = (
+    "BEGIN SOLUTION",
+    "END SOLUTION",
+    "BEGIN HIDDEN TESTS",
+    "END HIDDEN TESTS",
+    "BEGIN MARK SCHEME",
+)
 
 
 def _meta(cell) -> dict:
@@ -33,23 +41,35 @@ def _read(path: Path) -> nbformat.NotebookNode:
 def _files(folder: Path) -> dict[str, object]:
     """Relative path -> content; notebooks parsed, so JSON layout and key order do not count."""
     return {
-        str(path.relative_to(folder)): json.loads(path.read_text()) if path.suffix == ".ipynb" else path.read_bytes()
-        for path in sorted(folder.rglob("*")) if path.is_file()
+        str(path.relative_to(folder)): json.loads(path.read_text())
+        if path.suffix == ".ipynb"
+        else path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
     }
 
 
 def test_every_source_folder_is_a_unit_of_the_course():
-    assert SOURCE_FOLDERS == sorted(UNITS), "list each unit in [tool.gpucourse] units (pyproject.toml)"
+    assert SOURCE_FOLDERS == sorted(UNITS), (
+        "list each unit in [tool.gpucourse] units (pyproject.toml)"
+    )
 
 
 @pytest.mark.parametrize("unit", SOURCE_FOLDERS)
 def test_release_is_what_nbgrader_generates_from_source(tmp_path, unit):
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
     shutil.copytree(ROOT / "source" / unit, tmp_path / "source" / unit)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     result = subprocess.run(
         [sys.executable, "-m", "nbgrader", "generate_assignment", unit, "--force", "--no-db"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert _files(ROOT / "release" / unit) == _files(tmp_path / "release" / unit), (
@@ -105,7 +125,10 @@ def test_release_keeps_every_graded_cell_with_its_points(unit):
     subs, release, source = unit
 
     def graded(nb):
-        return {_meta(c)["grade_id"]: _meta(c).get("points") for c in nb.cells if _meta(c).get("grade")}
+        return {
+            _meta(c)["grade_id"]: _meta(c).get("points") for c in nb.cells if _meta(c).get("grade")
+        }
+
     assert graded(release) == graded(source) == subs.POINTS
     answers = {_meta(c)["grade_id"] for c in release.cells if _meta(c).get("solution")}
     assert answers == set(subs.SOLUTIONS)
@@ -113,7 +136,9 @@ def test_release_keeps_every_graded_cell_with_its_points(unit):
 
 def test_notebook_states_its_total_and_each_test_cell_its_points(unit):
     subs, release, _ = unit
-    stated_total = re.search(r"worth (\d+) points in all", " ".join(release.cells[0].source.split()))
+    stated_total = re.search(
+        r"worth (\d+) points in all", " ".join(release.cells[0].source.split())
+    )
     assert stated_total and float(stated_total.group(1)) == subs.TOTAL
     for cell in release.cells:
         if _meta(cell).get("grade"):
@@ -124,8 +149,11 @@ def test_notebook_states_its_total_and_each_test_cell_its_points(unit):
         heading = re.match(r"## Question (\d+): .*\((\d+) points\)", cell.source)
         if heading:
             number = heading.group(1)
-            share = sum(points for grade_id, points in subs.POINTS.items()
-                        if grade_id.startswith(f"test_q{number}_"))
+            share = sum(
+                points
+                for grade_id, points in subs.POINTS.items()
+                if grade_id.startswith(f"test_q{number}_")
+            )
             assert float(heading.group(2)) == share, cell.source.splitlines()[0]
 
 
@@ -135,7 +163,9 @@ def no_nbgrader(tmp_path, monkeypatch):
     """Kernels started from now on cannot import nbgrader, as on Colab."""
     blocker = tmp_path / "blocker" / "nbgrader"
     blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text('raise ModuleNotFoundError("nbgrader is not installed here, as on Colab")\n')
+    (blocker / "__init__.py").write_text(
+        'raise ModuleNotFoundError("nbgrader is not installed here, as on Colab")\n'
+    )
     monkeypatch.setenv("PYTHONPATH", str(blocker.parent))
 
 
@@ -145,22 +175,32 @@ def _execute(nb: nbformat.NotebookNode) -> dict[str, str]:
     NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
     return {
         cell.id: output.ename
-        for cell in nb.cells if cell.cell_type == "code"
-        for output in cell.outputs if output.output_type == "error"
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "error"
     }
 
 
 def _visible_tests(nb) -> list:
     """Graded cells that run a visible test in the release (not only a comment)."""
-    return [c for c in nb.cells if _meta(c).get("grade")
-            and any(line.strip() and not line.lstrip().startswith("#") for line in c.source.splitlines())]
+    return [
+        c
+        for c in nb.cells
+        if _meta(c).get("grade")
+        and any(
+            line.strip() and not line.lstrip().startswith("#") for line in c.source.splitlines()
+        )
+    ]
 
 
 def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(unit, no_nbgrader):
     subs, _, _ = unit
     nb = _read(subs.RELEASE)
     errors = _execute(nb)
-    assert errors.pop("probe-nbgrader") == "ModuleNotFoundError", "the kernel could still import nbgrader"
+    assert errors.pop("probe-nbgrader") == "ModuleNotFoundError", (
+        "the kernel could still import nbgrader"
+    )
 
     cells = nb.cells
     for index, cell in enumerate(cells):
@@ -168,18 +208,23 @@ def test_release_runs_without_nbgrader_and_every_answer_raises_not_implemented(u
             continue
         if "def " in cell.source:
             # A function stub runs; calling it in the visible test that follows raises.
-            test = next(c for c in cells[index + 1:] if _meta(c).get("grade"))
+            test = next(c for c in cells[index + 1 :] if _meta(c).get("grade"))
             assert errors.get(test.id) == "NotImplementedError", (cell.id, errors.get(test.id))
         else:
             assert errors.get(cell.id) == "NotImplementedError", (cell.id, errors.get(cell.id))
     # Every visible test ran: it fails on the stub, never on a missing import or a crash of its own.
     visible = _visible_tests(nb)
     assert len(visible) >= len(subs.SOLUTIONS)  # at least one visible test per answer
-    crashed = {cell.id: errors.get(cell.id) for cell in visible
-               if errors.get(cell.id) not in {"NotImplementedError", "CheckFailed"}}
+    crashed = {
+        cell.id: errors.get(cell.id)
+        for cell in visible
+        if errors.get(cell.id) not in {"NotImplementedError", "CheckFailed"}
+    }
     assert crashed == {}
     # The set-up and checks cells, neither answer nor test, run cleanly.
-    other = {cell.id for cell in cells if not (_meta(cell).get("grade") or _meta(cell).get("solution"))}
+    other = {
+        cell.id for cell in cells if not (_meta(cell).get("grade") or _meta(cell).get("solution"))
+    }
     assert {cid: name for cid, name in errors.items() if cid in other} == {}
 
 
@@ -189,7 +234,9 @@ def test_release_with_solutions_passes_every_visible_test_without_nbgrader(unit,
     every visible test still passes, and no test cell replaces one of the learner's names
     (each answer cell of that submission fails if one did)."""
     subs, _, _ = unit
-    errors = _execute(subs.make_submission(subs.RELEASE, subs.FULL_MARKS["rebinds_every_public_name"]))
+    errors = _execute(
+        subs.make_submission(subs.RELEASE, subs.FULL_MARKS["rebinds_every_public_name"])
+    )
     assert errors == {"probe-nbgrader": "ModuleNotFoundError"}
 
 
@@ -210,8 +257,13 @@ def test_solutions_pass_every_hidden_test_on_cuda(unit):
     nb = _read(subs.SOURCE)
     nb.cells.append(nbformat.v4.new_code_cell("assert torch.cuda.is_available()", id="probe-cuda"))
     NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute()
-    errors = {cell.id: output.get("evalue") for cell in nb.cells if cell.cell_type == "code"
-              for output in cell.outputs if output.output_type == "error"}
+    errors = {
+        cell.id: output.get("evalue")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "error"
+    }
     assert errors == {}
 
 
@@ -261,8 +313,9 @@ def test_an_answer_is_read_through_its_plain_type(checks):
 
     lying_float, lying_int, lying_str, lying_tuple = map(_lying, (float, int, str, tuple))
     anything = _lying(object)()
-    check_equal, check_close, check_number = (checks[n] for n in ("check_equal", "check_close",
-                                                                  "check_number"))
+    check_equal, check_close, check_number = (
+        checks[n] for n in ("check_equal", "check_close", "check_number")
+    )
     for got in (lying_int(), lying_float(), anything, lying_tuple((lying_int(), lying_int()))):
         _fails(checks, check_equal, "x", got, 96)
     _fails(checks, check_equal, "pair", lying_tuple((lying_int(), lying_int())), (96, 83))
@@ -297,8 +350,17 @@ def test_a_tensor_is_read_as_a_plain_tensor_the_check_makes(checks):
 
 def test_precision_two_significant_figures_stated_and_checked(checks):
     figures = checks["significant_figures"]
-    assert [figures(v) for v in (0.79, 0.5, 1, 1.0, 0.786432, 786432, 12.0, 0.48, 0.976)] == \
-        [2, 1, 1, 1, 6, 6, 2, 2, 3]
+    assert [figures(v) for v in (0.79, 0.5, 1, 1.0, 0.786432, 786432, 12.0, 0.48, 0.976)] == [
+        2,
+        1,
+        1,
+        1,
+        6,
+        6,
+        2,
+        2,
+        3,
+    ]
     check_number, check_close = checks["check_number"], checks["check_close"]
     # The visible test refuses an answer rounded further than asked, and says why.
     for value in (0.5, 1, 0.8):
@@ -318,8 +380,13 @@ def test_bytes_instead_of_megabytes_gets_its_own_hint(checks):
     assert "number of bytes" in message
 
 
-@pytest.mark.parametrize("error", [AssertionError("Torch not compiled with CUDA enabled"),
-                                   RuntimeError("No CUDA GPUs are available")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        AssertionError("Torch not compiled with CUDA enabled"),
+        RuntimeError("No CUDA GPUs are available"),
+    ],
+)
 def test_a_function_that_asks_for_a_missing_gpu_gets_a_clear_message(checks, error):
     def prepare_batch(batch, model):
         raise error
@@ -339,8 +406,9 @@ def test_a_stub_still_raises_not_implemented_through_call(checks):
         checks["call"]("size_mb", (1,), None)
 
 
-def test_release_with_a_hardcoded_cuda_device_fails_its_visible_test_clearly(unit, no_nbgrader,
-                                                                          monkeypatch):
+def test_release_with_a_hardcoded_cuda_device_fails_its_visible_test_clearly(
+    unit, no_nbgrader, monkeypatch
+):
     subs, release, _ = unit
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # as on a machine without a GPU
     mistake = subs.MISTAKES["hardcodes_cuda"]
@@ -373,26 +441,39 @@ def test_precision_a_whole_int_shows_its_digits_and_a_whole_float_is_exact(unit_
     check_number = checks["check_number"]
     for value in (400.0, 3e2, 15.0, np.float64(8.0), 53.3, 38.5, 381.4697265625, 12.5, 154, 1234):
         check_number("x", value, 0.01, 100_000, "ms", figures=3)
-    for value, shows in ((53, 2), (39, 2), (400, 1), (15, 2), (8, 1), (np.int64(53), 2),
-                         (0.45, 2), (3.5, 2)):
+    for value, shows in (
+        (53, 2),
+        (39, 2),
+        (400, 1),
+        (15, 2),
+        (8, 1),
+        (np.int64(53), 2),
+        (0.45, 2),
+        (3.5, 2),
+    ):
         message = _fails(checks, check_number, "x", value, 0.01, 100_000, "ms", figures=3)
         assert f"rounded to {shows} significant figure" in message and "at least 3" in message
         assert "its decimal point (20 as 20.0)" in message
 
 
-def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(training_checks):
+def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(
+    training_checks,
+):
     check_number = training_checks["check_number"]
     for value in (400.0, 381.4697265625, 12.5):
         check_number("adam_mb", value, 1, 100_000, "MB", figures=3)
     for value, shows in ((0.45, 2), (3.5, 2), (12.25e1 / 10, 3)):
         if shows < 3:
-            message = _fails(training_checks, check_number, "adam_mb", value, 0.01, 100_000, "MB",
-                             figures=3)
+            message = _fails(
+                training_checks, check_number, "adam_mb", value, 0.01, 100_000, "MB", figures=3
+            )
             assert f"rounded to {shows} significant figures" in message and "at least 3" in message
     assert "looks like a number of bytes" in _fails(
-        training_checks, check_number, "adam_mb", 400_000_000, 1, 100_000, "MB", figures=3)
+        training_checks, check_number, "adam_mb", 400_000_000, 1, 100_000, "MB", figures=3
+    )
     assert "should be a whole number of waits" in _fails(
-        training_checks, check_number, "waits", 10.5, 0, 1_000_000, "waits", whole=True)
+        training_checks, check_number, "waits", 10.5, 0, 1_000_000, "waits", whole=True
+    )
 
 
 def test_training_hints_recognise_a_rounded_wrong_value(training_checks):
@@ -400,29 +481,56 @@ def test_training_hints_recognise_a_rounded_wrong_value(training_checks):
     mib = 400 * 10**6 / 2**20
     hints = [(mib, "that is in MiB")]
     for typed in (381.47, 381, 381.5, 380):  # within 1% of the MiB figure, however rounded
-        assert "that is in MiB" in _fails(training_checks, check_close, "adam_mb", typed, 400,
-                                          figures=3, hints=hints)
+        assert "that is in MiB" in _fails(
+            training_checks, check_close, "adam_mb", typed, 400, figures=3, hints=hints
+        )
     check_close("adam_mb", 400.4, 400, figures=3, hints=hints)
     message = _fails(training_checks, check_close, "adam_mb", 350, 400, figures=3, hints=hints)
     assert message == "adam_mb = 350.0: that is not right yet."
 
 
-@pytest.mark.parametrize("error, says", [
-    (RuntimeError("Tensor on device meta is not on the expected device cpu!"), "move the batch"),
-    # The device-mismatch error's stable beginning, whatever follows it in a PyTorch release.
-    (RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
-                  "cuda:0 and cpu!"), "move the batch"),
-    (RuntimeError("Expected all tensors to be on the same device, but got mat1 is on cpu, different "
-                  "from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"),
-     "move the batch"),
-    (RuntimeError("expected target dtype to be Long or Byte, but got Double"), "must be int64"),
-    (RuntimeError("Tensor.item() cannot be called on meta tensors"), "read a tensor's value on the host"),
-    (NotImplementedError("Cannot copy out of meta tensor; no data!"), "read a tensor's value on the host"),
-    (RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
-                  "is False."), "map_location"),
-    (AssertionError("Torch not compiled with CUDA enabled"), "this computer has none"),
-    (ValueError("something else"), "raised ValueError: something else"),
-])
+@pytest.mark.parametrize(
+    "error, says",
+    [
+        (
+            RuntimeError("Tensor on device meta is not on the expected device cpu!"),
+            "move the batch",
+        ),
+        # The device-mismatch error's stable beginning, whatever follows it in a PyTorch release.
+        (
+            RuntimeError(
+                "Expected all tensors to be on the same device, but found at least two devices, "
+                "cuda:0 and cpu!"
+            ),
+            "move the batch",
+        ),
+        (
+            RuntimeError(
+                "Expected all tensors to be on the same device, but got mat1 is on cpu, different "
+                "from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"
+            ),
+            "move the batch",
+        ),
+        (RuntimeError("expected target dtype to be Long or Byte, but got Double"), "must be int64"),
+        (
+            RuntimeError("Tensor.item() cannot be called on meta tensors"),
+            "read a tensor's value on the host",
+        ),
+        (
+            NotImplementedError("Cannot copy out of meta tensor; no data!"),
+            "read a tensor's value on the host",
+        ),
+        (
+            RuntimeError(
+                "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+                "is False."
+            ),
+            "map_location",
+        ),
+        (AssertionError("Torch not compiled with CUDA enabled"), "this computer has none"),
+        (ValueError("something else"), "raised ValueError: something else"),
+    ],
+)
 def test_training_call_turns_known_errors_into_hints(training_checks, error, says):
     def train_step(*args):
         raise error
@@ -460,7 +568,9 @@ def test_training_checks_make_a_checkpoint_as_a_gpu_saves_it(training_checks):
 
     asked = []
     model = training_checks["small_model"]("cpu", seed=9)
-    state = torch.load(training_checks["saved_on_gpu"](model),
-                       map_location=lambda storage, location: asked.append(location) or storage)
+    state = torch.load(
+        training_checks["saved_on_gpu"](model),
+        map_location=lambda storage, location: asked.append(location) or storage,
+    )
     assert set(asked) == {"cuda:0"}
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())

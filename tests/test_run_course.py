@@ -1,4 +1,5 @@
 """The README's run command serves the course and opens the lesson first."""
+
 import os
 import re
 import socket
@@ -39,15 +40,27 @@ def _get(url: str):
 @pytest.fixture
 def course_server(root, tmp_path):
     port = _free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    env = dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+    )
     log = open(tmp_path / "server.log", "w")
     server = subprocess.Popen(
-        [str(root / "scripts" / "run-course"), "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={TOKEN}"],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            str(root / "scripts" / "run-course"),
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={TOKEN}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -72,8 +85,9 @@ def test_run_course_serves_the_course_and_opens_the_lesson(course_server, root):
     assert headers["Location"].split("?")[0].endswith("/lab/tree/notebooks/gpu_tensors.ipynb")
     # The whole course is served, so each lesson's links to its exercises and to the other
     # units work.
-    for path in [f"{folder}{unit}.ipynb" for unit in UNITS
-                 for folder in ("notebooks/", f"release/{unit}/")]:
+    for path in [
+        f"{folder}{unit}.ipynb" for unit in UNITS for folder in ("notebooks/", f"release/{unit}/")
+    ]:
         assert _get(f"{base}/api/contents/{path}?content=0&token={TOKEN}")[0] == 200, path
     served = re.search(r"Serving notebooks from local directory: (\S+)", log.read_text())
     assert served and os.path.samefile(served.group(1), root)

@@ -3,6 +3,7 @@
 Each test starts a kernel the way the pipeline does (``autograder.kernel``), as the slot
 uid a root grader gives it, and asks it what it can reach.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ from autograder.kernel import launch_kernel
 from autograder.sandbox import STAGING_DIR, WORK_DIR, Sandbox, nested_argv
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                reason="needs bubblewrap (scripts/setup --system installs it)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)"
+)
 UID = 61990 if os.geteuid() == 0 else -1
 
 
@@ -86,7 +88,8 @@ def kernel_with(tmp_path):
 
 def test_the_kernel_sees_its_staged_files_and_nothing_of_the_course(kernel_with):
     run = kernel_with()
-    seen = json.loads(run(f"""
+    seen = json.loads(
+        run(f"""
 import json, os, socket
 def can(action):
     try:
@@ -105,10 +108,18 @@ print(json.dumps({{
                       and line.split()[5].startswith("rw") and line.split()[4] != "/dev"
                       and not line.split()[4].startswith("/dev/")],
 }}))
-"""))
-    assert seen == {"cwd": WORK_DIR, "staged": "staged", "uid": UID if UID >= 0 else os.getuid(),
-                    "source": False, "home": False, "network": False, "staging_writable": False,
-                    "host_writable": []}  # no host folder is mounted writable
+""")
+    )
+    assert seen == {
+        "cwd": WORK_DIR,
+        "staged": "staged",
+        "uid": UID if UID >= 0 else os.getuid(),
+        "source": False,
+        "home": False,
+        "network": False,
+        "staging_writable": False,
+        "host_writable": [],
+    }  # no host folder is mounted writable
     run("open('new.txt', 'w').write('made in the kernel')")
     assert sorted(p.name for p in run.staging.iterdir()) == ["data.txt"]  # host untouched
 
@@ -191,7 +202,8 @@ def test_pages_that_forked_workers_share_are_counted_once(kernel_with, monkeypat
 
     monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
     run = kernel_with(memory_mb=900)
-    assert run("""
+    assert (
+        run("""
 import os, time
 held = bytearray(300_000_000)  # written: resident in the kernel, then shared by 3 forks
 workers = []
@@ -204,7 +216,9 @@ for _ in range(3):
 for pid in workers:
     os.waitpid(pid, 0)
 print("workers done")
-""") == "workers done"
+""")
+        == "workers done"
+    )
     assert run.km.is_alive() and run.km.events == []
 
 
@@ -215,13 +229,19 @@ def test_the_kernels_entry_imports_nothing_but_the_standard_library():
     import sys
 
     # A None entry blocks a module (autograder/__init__ blocks rfc3987_syntax): not loaded.
-    code = ("import sys; before = set(sys.modules); import autograder.kernel_entry; "
-            "print(sorted(m.split('.')[0] for m, module in sys.modules.items() "
-            "if m not in before and module is not None))")
-    loaded = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
-                            check=True, cwd="/").stdout
-    third_party = {m for m in eval(loaded) if m not in sys.stdlib_module_names
-                   and m not in ("autograder", "_distutils_hack")}
+    code = (
+        "import sys; before = set(sys.modules); import autograder.kernel_entry; "
+        "print(sorted(m.split('.')[0] for m, module in sys.modules.items() "
+        "if m not in before and module is not None))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True, cwd="/"
+    ).stdout
+    third_party = {
+        m
+        for m in eval(loaded)
+        if m not in sys.stdlib_module_names and m not in ("autograder", "_distutils_hack")
+    }
     assert "autograder" in loaded and not third_party, third_party
 
 
@@ -273,14 +293,17 @@ def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_pat
 
     course = build_course(tmp_path)
     nb = make_submission(RELEASE, SOLUTIONS)
-    nb.cells.append(nbformat.v4.new_code_cell("import torch\nprint('cuda', torch.cuda.is_available())"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell("import torch\nprint('cuda', torch.cuda.is_available())")
+    )
     folder = course / "submitted" / "ada" / ASSIGNMENT
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / NOTEBOOK)
     files, _ = inbox.read_submission(folder, grading_config(course))
     try:
-        result = worker.grade_job(Job("ada", "d", files, grade.course_files(course, ASSIGNMENT),
-                                      gpu=True))
+        result = worker.grade_job(
+            Job("ada", "d", files, grade.course_files(course, ASSIGNMENT), gpu=True)
+        )
     finally:
         testkernel.close_all()
     outcome = grade.record(course, ASSIGNMENT, result)
@@ -314,7 +337,8 @@ def test_a_control_group_caps_the_cpu_of_many_busy_processes(kernel_with):
     if cgroups.unavailable():
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
     run = kernel_with(max_cpus=0.5)
-    used = run("""
+    used = run(
+        """
 import os, subprocess, time
 busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
         for _ in range(4)]
@@ -324,7 +348,9 @@ t = os.times()
 print((t.children_user + t.children_system) / (time.monotonic() - start))
 for p in busy:
     p.kill()
-""", timeout=30)
+""",
+        timeout=30,
+    )
     assert run.km.is_alive() and run.km.events == []
     group = run.km._group
     stat = (group.cpu / ("cpu.stat" if group.v2 else "cpu.stat")).read_text()
@@ -337,7 +363,8 @@ def test_a_timed_out_cells_processes_are_killed_and_the_kernel_kept(kernel_with)
     process the notebook started goes (sessions of their own, orphans reparented inside the
     sandbox), the kernel and bwrap stay."""
     run = kernel_with()
-    assert run("""
+    assert (
+        run("""
 import os, subprocess
 busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
         for _ in range(3)]
@@ -349,28 +376,36 @@ if middle == 0:  # leaves an orphan: its parent exits at once, it is reparented
     os._exit(0)
 os.waitpid(middle, 0)
 print(len(busy))
-""") == "3"
+""")
+        == "3"
+    )
     assert run.km.kill_strays() == 4
-    assert run("""
+    assert (
+        run("""
 import time
 end = time.monotonic() + 10
 while any(p.poll() is None for p in busy) and time.monotonic() < end:
     time.sleep(0.05)
 print(sum(p.poll() is not None for p in busy))
-""") == "3"
+""")
+        == "3"
+    )
     assert run.km.is_alive() and run.km.kill_strays() == 0
 
 
 def test_one_busy_core_is_within_the_cpu_share(kernel_with):
     run = kernel_with(max_cpus=1.5)
-    assert run("""
+    assert (
+        run("""
 import time
 end = time.monotonic() + 6
 n = 0
 while time.monotonic() < end:
     n += 1
 print("done")
-""") == "done"
+""")
+        == "done"
+    )
     assert run.km.is_alive() and run.km.events == []
 
 
@@ -421,13 +456,20 @@ def test_a_kernel_process_dies_with_the_grader_that_started_it(tmp_path):
     import sys
 
     pidfile = tmp_path / "child"
-    grader = subprocess.Popen([sys.executable, "-c", f"""
+    grader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import subprocess, time
 from autograder.kernel import die_with_grader
 child = subprocess.Popen(["sleep", "120"], preexec_fn=die_with_grader())
 open({str(pidfile)!r}, "w").write(str(child.pid))
 time.sleep(120)
-"""], cwd=ROOT)
+""",
+        ],
+        cwd=ROOT,
+    )
     deadline = time.monotonic() + 30
     while not pidfile.exists() or not pidfile.read_text():
         assert time.monotonic() < deadline
@@ -456,10 +498,12 @@ def test_a_kernel_flooding_its_output_cannot_fill_the_graders_memory(kernel_with
         kc.wait_for_ready(timeout=60)
         me = psutil.Process()
         before = me.memory_info().rss
-        kc.execute("from IPython.display import publish_display_data\n"
-                   "blob = 'x' * 6_000_000\n"
-                   "for i in range(60):\n"
-                   "    publish_display_data({'text/plain': blob})\n")
+        kc.execute(
+            "from IPython.display import publish_display_data\n"
+            "blob = 'x' * 6_000_000\n"
+            "for i in range(60):\n"
+            "    publish_display_data({'text/plain': blob})\n"
+        )
         kc.get_shell_msg(timeout=120)  # the kernel has sent all 60 (360 MB); none read yet
         time.sleep(2)
         grown_mb = (me.memory_info().rss - before) / 1e6

@@ -5,6 +5,7 @@ template a kernel stopped is replaced.
 Each test forks real kernels from a real template in the student kernel's sandbox, as a
 grading worker does for one submission after another.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,13 @@ from traitlets.config import Config
 from autograder import student_kernels
 from autograder.student_kernels import ForkedKernelManager
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="needs bubblewrap (scripts/setup --system installs it)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="needs bubblewrap (scripts/setup --system installs it)",
+    ),
+]
 UID = 61992 if os.geteuid() == 0 else -1
 SLOT = 97  # a slot no grading thread of the suite uses
 
@@ -45,8 +51,9 @@ def run(cells: list[str], staging: Path, **sandbox) -> tuple[list[str], ForkedKe
     os.chmod(config.SandboxMixin.runtime_root, 0o755)
     for name, value in sandbox.items():
         setattr(config.Sandbox, name, value)
-    client = NotebookClient(nb, kernel_manager_class=ForkedKernelManager, config=config,
-                            timeout=60, allow_errors=True)
+    client = NotebookClient(
+        nb, kernel_manager_class=ForkedKernelManager, config=config, timeout=60, allow_errors=True
+    )
     kept = {}
     client.on_notebook_start = lambda notebook: None
     original = client.async_start_new_kernel
@@ -62,8 +69,12 @@ def run(cells: list[str], staging: Path, **sandbox) -> tuple[list[str], ForkedKe
         pass  # the test looks at how it ended
     finally:
         shutil.rmtree(config.SandboxMixin.runtime_root, ignore_errors=True)
-    texts = ["".join(o.get("text", "") or f"{o.get('ename', '')}: {o.get('evalue', '')}"
-                     for o in c.outputs) for c in nb.cells]
+    texts = [
+        "".join(
+            o.get("text", "") or f"{o.get('ename', '')}: {o.get('evalue', '')}" for o in c.outputs
+        )
+        for c in nb.cells
+    ]
     return texts, kept["km"]
 
 
@@ -74,8 +85,10 @@ def templates():
 
 
 def test_the_kernel_is_forked_with_torch_loaded_and_only_its_own_files(tmp_path):
-    texts, km = run(["import sys, os; print('torch' in sys.modules, sorted(os.listdir('.')))"],
-                    staged(tmp_path, "mine.txt", "A"))
+    texts, km = run(
+        ["import sys, os; print('torch' in sys.modules, sorted(os.listdir('.')))"],
+        staged(tmp_path, "mine.txt", "A"),
+    )
     assert km.without_template is None
     assert texts == ["True ['mine.txt']\n"]
 
@@ -104,11 +117,13 @@ def test_a_second_submissions_kernel_sees_nothing_of_the_first(tmp_path):
 
 
 def test_no_kernel_can_read_or_write_its_templates_memory(tmp_path):
-    probe = ("import os\n"
-             "for what in ('mem', 'environ', 'maps'):\n"
-             "    try:\n"
-             "        open(f'/proc/{os.getppid()}/{what}', 'rb').read(1); print(what, 'read')\n"
-             "    except OSError as e: print(what, type(e).__name__)")
+    probe = (
+        "import os\n"
+        "for what in ('mem', 'environ', 'maps'):\n"
+        "    try:\n"
+        "        open(f'/proc/{os.getppid()}/{what}', 'rb').read(1); print(what, 'read')\n"
+        "    except OSError as e: print(what, type(e).__name__)"
+    )
     texts, _ = run([probe], staged(tmp_path, "f.txt", "A"))
     assert texts == ["mem PermissionError\nenviron PermissionError\nmaps PermissionError\n"]
 
@@ -125,15 +140,21 @@ def test_a_template_that_a_kernel_stopped_is_replaced_for_the_next(tmp_path):
 
 def test_a_kernel_killed_by_its_cpu_limit_is_told_apart_from_a_crash(tmp_path):
     texts, km = run(["while True: pass"], staged(tmp_path, "f.txt", "A"), cpu_seconds=2)
-    assert km.provisioner is None or km.provisioner.process is None or \
-        km.provisioner.process.poll() is not None
+    assert (
+        km.provisioner is None
+        or km.provisioner.process is None
+        or km.provisioner.process.poll() is not None
+    )
     status = km._kept.exit_status(km._forked_child) if hasattr(km, "_forked_child") else None
     assert status in (-24, -9), status  # SIGXCPU, then the hard limit's SIGKILL
 
 
 def test_templates_turned_off_start_the_kernel_as_any_kernel_and_say_why(tmp_path):
-    texts, km = run(["import sys; print('torch' in sys.modules)"], staged(tmp_path, "f.txt", "A"),
-                    kernel_templates=False)
+    texts, km = run(
+        ["import sys; print('torch' in sys.modules)"],
+        staged(tmp_path, "f.txt", "A"),
+        kernel_templates=False,
+    )
     assert texts == ["False\n"]
     assert "turned off" in km.without_template
 

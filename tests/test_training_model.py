@@ -1,4 +1,5 @@
 """The training model behind the lesson and its widget: data, network, steps, reads, speed."""
+
 import math
 
 import pytest
@@ -38,8 +39,10 @@ def test_the_network_has_two_hidden_layers_and_the_stated_size():
     assert next(make_network(device="meta").parameters()).device.type == "meta"
 
 
-@pytest.mark.parametrize("steps, every, expected", [(1000, 1, 1000), (1000, 100, 10),
-                                                    (1000, 1000, 1), (999, 100, 9), (0, 5, 0)])
+@pytest.mark.parametrize(
+    "steps, every, expected",
+    [(1000, 1, 1000), (1000, 100, 10), (1000, 1000, 1), (999, 100, 9), (0, 5, 0)],
+)
 def test_waits_counts_one_per_read(steps, every, expected):
     assert waits(steps, every) == expected
 
@@ -66,7 +69,7 @@ def test_reads_come_every_n_steps_and_hold_the_mean_loss_since_the_last_read():
     assert trainer.run(steps=20) == 20
     assert [r.step for r in trainer.readings] == [5, 10, 15, 20]
     for reading, first in zip(trainer.readings, range(0, 20, 5)):
-        assert reading.loss == pytest.approx(sum(losses[first:first + 5]) / 5, rel=1e-5)
+        assert reading.loss == pytest.approx(sum(losses[first : first + 5]) / 5, rel=1e-5)
     assert trainer.segment.reads == 4 and trainer.segment.steps == 20
 
 
@@ -91,17 +94,20 @@ def test_run_stops_after_the_time_given_but_runs_at_least_one_step():
 
 def test_a_new_setting_starts_a_new_segment_of_measured_speed():
     trainer = Trainer(read_every=10, batch_size=64)
-    trainer.set_read_every(3)             # before any step: the empty segment is replaced
+    trainer.set_read_every(3)  # before any step: the empty segment is replaced
     assert len(trainer.segments) == 1 and trainer.segment.read_every == 3
     trainer.run(steps=30)
     trainer.set_batch_size(128)
     trainer.run(steps=6)
-    trainer.set_batch_size(128)           # the same value: the same segment
+    trainer.set_batch_size(128)  # the same value: the same segment
     first, second = trainer.finished_segments()
     assert (first.read_every, first.batch_size, first.steps, first.reads) == (3, 64, 30, 10)
     assert (second.read_every, second.batch_size, second.steps) == (3, 128, 6)
     assert second.samples_per_s == pytest.approx(second.steps_per_s * 128)
-    assert "read every 3 steps, batch 128" in second.line() and "(measured over 6 steps)" in second.line()
+    assert (
+        "read every 3 steps, batch 128" in second.line()
+        and "(measured over 6 steps)" in second.line()
+    )
     with pytest.raises(ValueError):
         trainer.set_batch_size(0)
 
@@ -109,7 +115,9 @@ def test_a_new_setting_starts_a_new_segment_of_measured_speed():
 def test_segment_speeds():
     segment = Segment("cpu", 1, 32, steps=200, seconds=0.5, reads=200)
     assert segment.steps_per_s == 400 and segment.samples_per_s == 12_800
-    assert segment.line().startswith("cpu, read every step, batch 32: 400 steps/s, 12,800 samples/s")
+    assert segment.line().startswith(
+        "cpu, read every step, batch 32: 400 steps/s, 12,800 samples/s"
+    )
     assert Segment("cpu", 1, 32).steps_per_s == 0.0
 
 
@@ -122,13 +130,16 @@ def test_measure_reads_times_both_settings_on_this_machine():
     assert math.isclose(cost.slowdown, cost.rarely_steps_per_s / cost.often_steps_per_s)
 
 
-@pytest.mark.parametrize("often, rarely, says", [
-    (1000, 1050, "was 5% slower (measured): little. On a CPU there is no queue"),
-    (1000, 1000.1, "was as fast (under 0.5% apart) (measured): little."),
-    (1000, 990, "was 1% faster (measured): little."),
-    (1000, 1400, "was 40% slower (measured). On a CPU there is no queue"),
-    (1000, 2500, "was 2.5 times slower (measured)."),
-])
+@pytest.mark.parametrize(
+    "often, rarely, says",
+    [
+        (1000, 1050, "was 5% slower (measured): little. On a CPU there is no queue"),
+        (1000, 1000.1, "was as fast (under 0.5% apart) (measured): little."),
+        (1000, 990, "was 1% faster (measured): little."),
+        (1000, 1400, "was 40% slower (measured). On a CPU there is no queue"),
+        (1000, 2500, "was 2.5 times slower (measured)."),
+    ],
+)
 def test_the_cpu_explanation_follows_the_measurement(often, rarely, says):
     text = ReadCost("cpu", 64, 1, 100, often, rarely).explain()
     assert says in text
@@ -161,8 +172,11 @@ def test_on_the_cpu_steps_run_on_one_thread_and_the_setting_is_put_back(monkeypa
     seen = []
     trainer = Trainer()
     original = trainer._one_step
-    monkeypatch.setattr(trainer, "_one_step", lambda segment: (seen.append(torch.get_num_threads()),
-                                                               original(segment)))
+    monkeypatch.setattr(
+        trainer,
+        "_one_step",
+        lambda segment: (seen.append(torch.get_num_threads()), original(segment)),
+    )
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -184,37 +198,60 @@ def _simulated_ms_per_step(model, read_every, batch, steps=600):
     return max(cpu, gpu_free) / steps
 
 
-@pytest.mark.parametrize("model", [GpuModel(), GpuModel(queue_ms=0.1, gpu_fixed_ms=0.4),
-                                   GpuModel(queue_ms=0.3, gpu_fixed_ms=0.3, read_ms=0.0)])
+@pytest.mark.parametrize(
+    "model",
+    [
+        GpuModel(),
+        GpuModel(queue_ms=0.1, gpu_fixed_ms=0.4),
+        GpuModel(queue_ms=0.3, gpu_fixed_ms=0.3, read_ms=0.0),
+    ],
+)
 @pytest.mark.parametrize("read_every", [1, 3, 10, 100])
 @pytest.mark.parametrize("batch", [8, 64, 512, 1024])
 def test_the_gpu_model_is_the_queue_played_out(model, read_every, batch):
-    assert math.isclose(model.ms_per_step(read_every, batch),
-                        _simulated_ms_per_step(model, read_every, batch), rel_tol=1e-9)
+    assert math.isclose(
+        model.ms_per_step(read_every, batch),
+        _simulated_ms_per_step(model, read_every, batch),
+        rel_tol=1e-9,
+    )
 
 
 def test_the_gpu_model_reads_cost_most_when_cpu_and_gpu_take_as_long():
     model = GpuModel(queue_ms=0.5, gpu_fixed_ms=0.05, gpu_per_sample_ms=0.001, read_ms=0.02)
     assert model.gpu_ms(64) == pytest.approx(0.114)
-    assert model.ms_per_step(None, 64) == 0.5                          # never read: the CPU sets the pace
-    assert model.ms_per_step(1, 64) == pytest.approx(0.5 + 0.114 + 0.02)  # each read drains the queue
+    assert model.ms_per_step(None, 64) == 0.5  # never read: the CPU sets the pace
+    assert model.ms_per_step(1, 64) == pytest.approx(
+        0.5 + 0.114 + 0.02
+    )  # each read drains the queue
     assert model.ms_per_step(100, 64) == pytest.approx((100 * 0.5 + 0.114 + 0.02) / 100)
-    assert model.ms_per_step(100, 1024) == pytest.approx((0.5 + 100 * 1.074 + 0.02) / 100)  # GPU-bound
+    assert model.ms_per_step(100, 1024) == pytest.approx(
+        (0.5 + 100 * 1.074 + 0.02) / 100
+    )  # GPU-bound
     assert model.slowdown(1, 64) == pytest.approx(1.2647, abs=1e-4)
     assert model.slowdown(1, 512) == pytest.approx(1.9076, abs=1e-4)
-    assert model.slowdown(1, 512) > model.slowdown(1, 64) and model.slowdown(1, 512) > model.slowdown(1, 8)
+    assert model.slowdown(1, 512) > model.slowdown(1, 64) and model.slowdown(
+        1, 512
+    ) > model.slowdown(1, 8)
     assert model.gpu_busy(1, 64) == pytest.approx(0.114 / 0.634)
     assert model.steps_per_s(1, 64) == pytest.approx(1000 / 0.634)
 
 
 def test_the_gpu_model_says_it_is_made_up_and_refuses_nonsense():
     text = GpuModel().sentence(1, 64)
-    assert text.startswith("modelled GPU, read every step, batch 64: 1,577 steps/s, GPU busy 18%; "
-                           "every 100 steps: 1,995 steps/s, GPU busy 23%; 1.26 times slower")
-    assert text.endswith("(made-up times: the CPU queues a step in 0.5 ms; the GPU runs it in 0.114 ms "
-                         "for a batch of 64; a read copies the loss back in 0.02 ms; not a measurement)")
-    for bad in [{"queue_ms": -1}, {"read_ms": float("nan")}, {"gpu_fixed_ms": True},
-                {"queue_ms": 0, "gpu_fixed_ms": 0}]:
+    assert text.startswith(
+        "modelled GPU, read every step, batch 64: 1,577 steps/s, GPU busy 18%; "
+        "every 100 steps: 1,995 steps/s, GPU busy 23%; 1.26 times slower"
+    )
+    assert text.endswith(
+        "(made-up times: the CPU queues a step in 0.5 ms; the GPU runs it in 0.114 ms "
+        "for a batch of 64; a read copies the loss back in 0.02 ms; not a measurement)"
+    )
+    for bad in [
+        {"queue_ms": -1},
+        {"read_ms": float("nan")},
+        {"gpu_fixed_ms": True},
+        {"queue_ms": 0, "gpu_fixed_ms": 0},
+    ]:
         with pytest.raises(ValueError):
             GpuModel(**bad)
     with pytest.raises(ValueError):

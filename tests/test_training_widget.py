@@ -1,4 +1,5 @@
 """The training widget, driven from Python as a front end would drive it."""
+
 import asyncio
 
 import ipywidgets
@@ -10,11 +11,17 @@ from gpucourse.widget_access import NAME_SLIDERS_JS, SLIDER_CLASS
 
 def test_starts_idle_with_both_sliders_and_an_empty_curve():
     widget = TrainingWidget()
-    assert widget.status_text == ("Press Train to train on cpu, reading the loss every 10 steps, "
-                                  "in batches of 64.")
+    assert widget.status_text == (
+        "Press Train to train on cpu, reading the loss every 10 steps, in batches of 64."
+    )
     assert widget.read_every.description == "Read the loss every N steps"
-    assert widget.read_every.value == 10 and (widget.read_every.min, widget.read_every.max) == (1, 100)
-    assert widget.batch.description == "Batch size" and list(widget.batch.options) == list(BATCH_SIZES)
+    assert widget.read_every.value == 10 and (widget.read_every.min, widget.read_every.max) == (
+        1,
+        100,
+    )
+    assert widget.batch.description == "Batch size" and list(widget.batch.options) == list(
+        BATCH_SIZES
+    )
     assert widget.train_button.description == "Train" and not widget.train_button.disabled
     assert widget.stop_button.description == "Stop" and widget.stop_button.disabled
     assert "no read of the loss yet" in widget.curve.value and widget.speeds.value == ""
@@ -26,12 +33,20 @@ def test_the_modelled_gpu_mode_shows_the_model_labelled_and_never_beside_a_measu
     widget = TrainingWidget()
     assert widget.mode.value == "measured" and widget.modelled_text == ""
     assert widget.modelled.layout.display == "none" and widget.speeds.layout.display is None
-    assert [label for label, _ in widget.mode.options] == ["measured here (cpu)", "modelled GPU (made-up times)"]
-    assert "training-mode" in widget.mode._dom_classes and "training-modelled" in widget.modelled._dom_classes
+    assert [label for label, _ in widget.mode.options] == [
+        "measured here (cpu)",
+        "modelled GPU (made-up times)",
+    ]
+    assert (
+        "training-mode" in widget.mode._dom_classes
+        and "training-modelled" in widget.modelled._dom_classes
+    )
     widget.mode.value = "modelled"
     assert widget.modelled.layout.display is None and widget.speeds.layout.display == "none"
     assert widget.modelled_text == GpuModel().sentence(10, 64)
-    assert widget.modelled.value.startswith('<div role="status"><b>Modelled, not measured:</b> modelled GPU,')
+    assert widget.modelled.value.startswith(
+        '<div role="status"><b>Modelled, not measured:</b> modelled GPU,'
+    )
     assert "made-up times" in widget.modelled_text and "not a measurement" in widget.modelled_text
     widget.read_every.value, widget.batch.value = 1, 512  # the sliders drive the model at once
     assert widget.modelled_text == GpuModel().sentence(1, 512)
@@ -44,8 +59,9 @@ def test_moving_a_slider_while_idle_says_what_train_will_do():
     widget = TrainingWidget()
     widget.read_every.value = 1
     widget.batch.value = 256
-    assert widget.status_text == ("Press Train to train on cpu, reading the loss every step, "
-                                  "in batches of 256.")
+    assert widget.status_text == (
+        "Press Train to train on cpu, reading the loss every step, in batches of 256."
+    )
 
 
 def test_train_without_an_event_loop_trains_to_the_end_and_reports_measured_speed():
@@ -80,7 +96,10 @@ def test_train_runs_on_the_event_loop_stop_ends_it_and_sliders_start_new_rows():
     steps = widget.trainer.step
     assert 0 < steps < 100_000
     rows = widget.speeds.value
-    assert "<td>cpu</td><td>10</td><td>64</td>" in rows and "<td>cpu</td><td>1</td><td>256</td>" in rows
+    assert (
+        "<td>cpu</td><td>10</td><td>64</td>" in rows
+        and "<td>cpu</td><td>1</td><td>256</td>" in rows
+    )
     assert not widget.training and not widget.train_button.disabled and widget.stop_button.disabled
 
 
@@ -134,18 +153,37 @@ def test_refuses_a_batch_size_it_does_not_offer():
 
 def test_widgets_carry_the_documented_css_classes():
     widget = TrainingWidget()
-    parts = [widget.view, widget.read_every, widget.batch, widget.train_button,
-             widget.stop_button, widget.status, widget.curve, widget.speeds]
+    parts = [
+        widget.view,
+        widget.read_every,
+        widget.batch,
+        widget.train_button,
+        widget.stop_button,
+        widget.status,
+        widget.curve,
+        widget.speeds,
+    ]
     classes = {name for w in parts for name in w._dom_classes} - {SLIDER_CLASS}
-    assert classes == {"training", "training-read-every", "training-batch", "training-train",
-                       "training-stop", "training-status", "training-curve", "training-speeds"}
+    assert classes == {
+        "training",
+        "training-read-every",
+        "training-batch",
+        "training-train",
+        "training-stop",
+        "training-status",
+        "training-curve",
+        "training-speeds",
+    }
     import gpucourse.training_widget as module
+
     assert all(f"``{name}``" in module.__doc__ for name in classes)
 
 
 def test_both_sliders_are_named_for_screen_readers_by_a_script_inside_the_widget():
     widget = TrainingWidget()
-    assert SLIDER_CLASS in widget.read_every._dom_classes and SLIDER_CLASS in widget.batch._dom_classes
+    assert (
+        SLIDER_CLASS in widget.read_every._dom_classes and SLIDER_CLASS in widget.batch._dom_classes
+    )
     (namer,) = [w for w in widget.view.children if isinstance(w, ipywidgets.Output)]
     (output,) = namer.outputs
     assert output["data"]["application/javascript"] == NAME_SLIDERS_JS

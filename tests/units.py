@@ -6,6 +6,7 @@ Each unit has a submissions module for the grading tests: ``submissions_<unit>``
 first unit, ``submissions``, its name from before there were others), with the same API
 (see tests/submissions.py).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,4 +34,6 @@ def release(unit: str) -> Path:
 
 def submissions(unit: str):
     """The unit's submissions module (solutions, mistakes, expected scores)."""
-    return importlib.import_module("submissions" if unit == "gpu_tensors" else f"submissions_{unit}")
+    return importlib.import_module(
+        "submissions" if unit == "gpu_tensors" else f"submissions_{unit}"
+    )

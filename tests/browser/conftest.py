@@ -5,6 +5,7 @@ Playwright never downloads one. The lab server runs on 127.0.0.1 with a random t
 in a temporary copy of the course, with its own config, runtime, settings and
 workspace folders, and is stopped when the session ends.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,11 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: run `scripts/setup --system` (it installs "
-                    "Debian's chromium); the browser tests never download a browser")
-    return {**browser_type_launch_args, "executable_path": str(CHROMIUM),
-            "args": CHROMIUM_ARGS}
+        pytest.fail(
+            f"{CHROMIUM} is missing: run `scripts/setup --system` (it installs "
+            "Debian's chromium); the browser tests never download a browser"
+        )
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +58,7 @@ def artifacts() -> Path:
 
 @dataclass(frozen=True)
 class Lab:
-    base: str   # e.g. http://127.0.0.1:8931/
+    base: str  # e.g. http://127.0.0.1:8931/
     token: str
     root: Path  # the server's root_dir: a temporary copy of the course
 
@@ -66,8 +68,9 @@ class Lab:
         return f"{self.base}{path}{sep}token={self.token}"
 
     def get(self, path: str) -> tuple[int, str]:
-        request = urllib.request.Request(self.base + path,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            self.base + path, headers={"Authorization": f"token {self.token}"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, response.read().decode("utf-8", "replace")
@@ -119,17 +122,24 @@ def _start_lab(course: Path, home: Path) -> _Server:
     env = _lab_env(home)
     log_path = home / "jupyter-lab.log"
     command = [
-        sys.executable, "-m", "jupyterlab",
-        "--allow-root", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--allow-root",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={course}",
         "--ServerApp.port_retries=0",
         # Nothing reaches the internet: no news feed, no update check.
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     log = open(log_path, "wb")
-    process = subprocess.Popen(command, cwd=course, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        command, cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     server = _Server(Lab(f"http://127.0.0.1:{port}/", token, course), process, log)
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
@@ -143,14 +153,22 @@ def _start_lab(course: Path, home: Path) -> _Server:
         time.sleep(0.5)
     server.stop()
     tail = log_path.read_text(errors="replace")[-4000:]
-    pytest.fail(f"jupyter lab did not answer /api/status within {STARTUP_SECONDS} s "
-                f"(exit code {process.poll()}); its log ends:\n{tail}")
+    pytest.fail(
+        f"jupyter lab did not answer /api/status within {STARTUP_SECONDS} s "
+        f"(exit code {process.poll()}); its log ends:\n{tail}"
+    )
 
 
 def _lab_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
-                 "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_DATA_DIR", "IPYTHONDIR"):
+    for name in (
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_RUNTIME_DIR",
+        "JUPYTERLAB_SETTINGS_DIR",
+        "JUPYTERLAB_WORKSPACES_DIR",
+        "JUPYTER_DATA_DIR",
+        "IPYTHONDIR",
+    ):
         folder = home / name.lower()
         folder.mkdir()
         env[name] = str(folder)
@@ -165,7 +183,8 @@ def _write_lab_settings(settings: Path):
     notification = settings / "@jupyterlab" / "apputils-extension"
     notification.mkdir(parents=True)
     (notification / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
 
 
 def _free_port() -> int:

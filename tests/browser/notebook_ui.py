@@ -1,5 +1,6 @@
 """What a learner does in JupyterLab, as Playwright steps: open a notebook, wait for
 the kernel, run cells, read outputs."""
+
 from __future__ import annotations
 
 import uuid
@@ -21,7 +22,8 @@ def open_notebook(page: Page, lab, path: str) -> None:
 def wait_for_idle_kernel(page: Page, timeout_ms: int = RUN_ALL_MS) -> None:
     # The status bar reads "Python 3 (ipykernel) | Idle" once the kernel is ready.
     expect(page.locator(".jp-StatusBar-Widget").get_by_text("| Idle")).to_be_visible(
-        timeout=timeout_ms)
+        timeout=timeout_ms
+    )
 
 
 def run_all_cells(page: Page) -> None:
@@ -32,7 +34,9 @@ def run_all_cells(page: Page) -> None:
         """() => {
           const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
           return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
-        }""", timeout=RUN_ALL_MS)
+        }""",
+        timeout=RUN_ALL_MS,
+    )
     wait_for_idle_kernel(page)
 
 
@@ -56,7 +60,10 @@ def run_cell(page: Page, cell: Locator) -> None:
         """([cell, before]) => {
           const m = cell.querySelector('.jp-InputPrompt').textContent.trim().match(/^\\[(\\d+)\\]:$/);
           return m !== null && m[1] !== before;
-        }""", arg=[cell.element_handle(), before], timeout=RUN_ALL_MS)
+        }""",
+        arg=[cell.element_handle(), before],
+        timeout=RUN_ALL_MS,
+    )
     wait_for_idle_kernel(page)
 
 

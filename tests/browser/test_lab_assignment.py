@@ -1,4 +1,5 @@
 """The released assignment in JupyterLab, in a real browser, with nbgrader's extensions."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,9 @@ Q2_ANSWER = "q2_mb = 16 * 4096 * 3 * 4 / 1_000_000"
 def test_an_answer_filled_in_the_browser_passes_its_visible_test(lab, page, artifacts):
     open_notebook(page, lab, RELEASE)
     # nbgrader's lab extension is loaded: its Validate button is in the notebook toolbar.
-    expect(page.locator(".jp-NotebookPanel-toolbar").get_by_role(
-        "button", name="Validate")).to_be_visible()
+    expect(
+        page.locator(".jp-NotebookPanel-toolbar").get_by_role("button", name="Validate")
+    ).to_be_visible()
 
     run_cell(page, code_cell(page, CHECKS))
     test = code_cell(page, VISIBLE_TEST)

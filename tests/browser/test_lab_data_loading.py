@@ -1,6 +1,7 @@
 """The data loading lesson in JupyterLab, in a real browser: it runs, and its pipeline timeline
 is played from the keyboard: workers set, pinned memory and the side stream checked, uint8
 chosen, Run pressed."""
+
 from __future__ import annotations
 
 import re
@@ -15,12 +16,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LESSON = "notebooks/gpu_data_loading.ipynb"
 
 
-def test_data_loading_lesson_runs_and_the_timeline_is_played_with_the_keyboard(lab, page, artifacts):
+def test_data_loading_lesson_runs_and_the_timeline_is_played_with_the_keyboard(
+    lab, page, artifacts
+):
     open_notebook(page, lab, LESSON)
     run_all_cells(page)
 
     tracebacks = page.locator(".jp-Notebook .jp-OutputArea-output").filter(
-        has_text="Traceback (most recent call last)")
+        has_text="Traceback (most recent call last)"
+    )
     expect(tracebacks).to_have_count(0)
     assert "Cannot access accelerator device when none is available." in output_text(page)
 
@@ -45,12 +49,16 @@ def test_data_loading_lesson_runs_and_the_timeline_is_played_with_the_keyboard(l
 
     # The kernel has every setting (the status line says them back) before Run is pressed.
     result = page.locator(".pipeline-result")
-    expect(result).to_have_text("3 workers, pinned memory, a side stream, copied as uint8: predict "
-                                "the time per batch and the bottleneck, then press Run.", timeout=30_000)
+    expect(result).to_have_text(
+        "3 workers, pinned memory, a side stream, copied as uint8: predict "
+        "the time per batch and the bottleneck, then press Run.",
+        timeout=30_000,
+    )
     tab_until(page, lambda: focused_in(page, ".pipeline-run"))
     page.keyboard.press("Enter")
-    expect(result).to_contain_text("8 ms a batch in steady state · bottleneck: compute · GPU busy 100%",
-                                   timeout=30_000)
+    expect(result).to_contain_text(
+        "8 ms a batch in steady state · bottleneck: compute · GPU busy 100%", timeout=30_000
+    )
     expect(page.locator(".pipeline-run")).to_be_enabled()
     expect(page.locator(".pipeline-timeline svg")).to_contain_text("load, worker 3")
 

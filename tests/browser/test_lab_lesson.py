@@ -1,4 +1,5 @@
 """The lesson in JupyterLab, in a real browser: it runs, and the race plays by keyboard."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,8 @@ def test_lesson_runs_and_the_race_is_played_with_the_keyboard(lab, page, artifac
     run_all_cells(page)
 
     tracebacks = page.locator(".jp-Notebook .jp-OutputArea-output").filter(
-        has_text="Traceback (most recent call last)")
+        has_text="Traceback (most recent call last)"
+    )
     expect(tracebacks).to_have_count(0)
     outputs = output_text(page)
     # tensor.py's lines (on this CPU-only machine z stays on the CPU).
@@ -40,10 +42,12 @@ def test_lesson_runs_and_the_race_is_played_with_the_keyboard(lab, page, artifac
     # The kernel has the new value (the result line says it back) before Run is pressed: on a
     # busy machine the slider's last message can otherwise arrive after the click.
     expect(page.locator(".race-result")).to_have_text(
-        "3 steps: predict the winner, then press Run.", timeout=30_000)
+        "3 steps: predict the winner, then press Run.", timeout=30_000
+    )
 
-    tab_until(page, lambda: page.evaluate(
-        "() => document.activeElement.closest('.race-run') !== null"))
+    tab_until(
+        page, lambda: page.evaluate("() => document.activeElement.closest('.race-run') !== null")
+    )
     page.keyboard.press("Enter")
 
     expect(page.locator(".race-result")).to_have_text(RESULT, timeout=30_000)

@@ -1,5 +1,6 @@
 """The training lesson in JupyterLab, in a real browser: it runs, and its widget is played
 from the keyboard: both sliders set, Train pressed, Stop pressed."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,7 +16,8 @@ MAX_TABS = 12  # a few controls lie between the widget's first control and Stop
 def focused_in(page, selector: str) -> bool:
     return page.evaluate(
         "(s) => document.activeElement !== null && document.activeElement.closest(s) !== null",
-        selector)
+        selector,
+    )
 
 
 def tab_until(page, focused) -> None:
@@ -31,7 +33,8 @@ def test_training_lesson_runs_and_the_widget_is_played_with_the_keyboard(lab, pa
     run_all_cells(page)
 
     tracebacks = page.locator(".jp-Notebook .jp-OutputArea-output").filter(
-        has_text="Traceback (most recent call last)")
+        has_text="Traceback (most recent call last)"
+    )
     expect(tracebacks).to_have_count(0)
     assert "Tensor on device meta is not on the expected device cpu!" in output_text(page)
 
@@ -57,8 +60,10 @@ def test_training_lesson_runs_and_the_widget_is_played_with_the_keyboard(lab, pa
 
     # The kernel has both values (the status line says them back) before Train is pressed.
     status = page.locator(".training-status")
-    expect(status).to_have_text("Press Train to train on cpu, reading the loss every step, in "
-                                "batches of 128.", timeout=30_000)
+    expect(status).to_have_text(
+        "Press Train to train on cpu, reading the loss every step, in batches of 128.",
+        timeout=30_000,
+    )
     tab_until(page, lambda: focused_in(page, ".training-train"))
     page.keyboard.press("Enter")
     expect(status).to_contain_text("training: step", timeout=30_000)

@@ -23,6 +23,7 @@ these answers scores HONEST_SCORE; a trick that gains nothing scores at most tha
 Code may name ``@SENTINEL@`` and ``@COURSE@``: the class fixture puts in the real paths
 of a file outside the course and of the course folder, as a student who guessed them would.
 """
+
 from tests.submissions import MISTAKES, SOLUTIONS
 
 BASE = MISTAKES["seconds"].answers

@@ -1,4 +1,5 @@
 """Student ids that are paths: '..' in the nbgrader exchange and in the LMS download."""
+
 from tests.submissions import SOLUTIONS
 
 WEAKNESS = 6

@@ -1,4 +1,5 @@
 """Edits the notebook's JSON: empties one failing test, deletes another, relabels a third."""
+
 from tests.hostile._common import BASE, HONEST_SCORE
 from tests.submissions import make_submission, with_cell_source, without_cell
 

@@ -1,9 +1,10 @@
 """Writes files until the disk is full, then goes on with its answers."""
+
 from tests.hostile._common import HONEST_SCORE, with_trick
 
 WEAKNESS = 5
 STUDENT_ID = "trick-fills-disk"
-ANSWERS = with_trick('''
+ANSWERS = with_trick("""
 import os
 _n = 0
 try:
@@ -19,7 +20,7 @@ for _ in range(5):
         _n -= 1
     except OSError:
         break
-''')
+""")
 # Its working folder is a tmpfs of Sandbox.disk_mb: the writes stop there, and nothing of
 # it ever reaches autograded/ (asserted for the whole class).
 EXPECTED_SCORE = HONEST_SCORE

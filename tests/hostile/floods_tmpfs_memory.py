@@ -1,10 +1,12 @@
 """Holds its memory in /tmp and /dev/shm, where a process's resident memory does not show
 it, on top of what it holds in its own process."""
+
 from tests.hostile._common import BASE, HONEST_SCORE, with_trick
 
 WEAKNESS = 5
 STUDENT_ID = "trick-floods-tmpfs-memory"
-ANSWERS = with_trick('''
+ANSWERS = with_trick(
+    """
 import os
 _held = b"x" * 700_000_000  # resident, under the test limit of 1500 MB
 for folder, size in [("/dev/shm", 240), ("/tmp", 500)]:
@@ -17,7 +19,10 @@ for folder, size in [("/dev/shm", 240), ("/tmp", 500)]:
             break
 import time
 time.sleep(3)
-''', cell="q4_worked_example", base=BASE)
+""",
+    cell="q4_worked_example",
+    base=BASE,
+)
 # 700 MB resident + 740 MB in its tmpfs folders: over 1500 MB counted together, so the
 # kernel is killed in that cell: its tests and the ones after it score 0.
 EXPECTED_SCORE = HONEST_SCORE - 1.0  # test_q4_worked_example_form, which passed honestly

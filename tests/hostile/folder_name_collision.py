@@ -1,5 +1,6 @@
 """In a folder import, a second entry for the same student (a notebook beside a folder of
 that name), and a notebook whose name only extends another's."""
+
 from tests.hostile._common import BASE, HONEST_SCORE
 from tests.submissions import SOLUTIONS, TOTAL
 
@@ -16,6 +17,9 @@ def place(inbox):
 
 
 # The victim keeps their grade; the two entries for one id are left for the instructor.
-EXPECTED = {VICTIM: (TOTAL, "graded"), f"{VICTIM}.z": (0.0, "graded"),
-            STUDENT_ID: (0.0, "needs review")}
+EXPECTED = {
+    VICTIM: (TOTAL, "graded"),
+    f"{VICTIM}.z": (0.0, "graded"),
+    STUDENT_ID: (0.0, "needs review"),
+}
 del HONEST_SCORE

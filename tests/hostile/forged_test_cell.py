@@ -1,4 +1,5 @@
 """Adds a cell that claims to be a 100-point test of the assignment."""
+
 import nbformat
 
 from tests.hostile._common import BASE
@@ -14,8 +15,14 @@ EXPECTED_DETAIL = "claims to be the assignment's cell 'bonus'"
 def transform(nb):
     nb = make_submission(answers=BASE)
     cell = nbformat.v4.new_code_cell("pass  # free points")
-    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "locked": True,
-                                 "points": 100, "schema_version": 3, "solution": False,
-                                 "task": False}
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "bonus",
+        "locked": True,
+        "points": 100,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     nb.cells.append(cell)
     return nb

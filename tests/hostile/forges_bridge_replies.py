@@ -1,11 +1,12 @@
 """Replaces the student's end of the bridge: every request gets a forged reply that
 claims right-looking answers, references to arguments that do not exist, unknown kinds
 and nesting deep enough to break a naive decoder."""
+
 from tests.hostile._common import with_trick
 
 WEAKNESS = 3
 STUDENT_ID = "trick-forges-bridge-replies"
-ANSWERS = with_trick('''
+ANSWERS = with_trick("""
 import json
 from autograder import protocol, student_side
 from IPython.display import publish_display_data
@@ -25,7 +26,7 @@ def _forged(shell, prompt):
     publish_display_data({protocol.REPLY_MIME: text})
 
 student_side.serve = _forged
-''')
+""")
 # Every forged reply decodes to nothing usable: the tests fail as for no answers at all,
 # and the test kernel is unharmed (the fate is graded, not "needs review").
 EXPECTED_SCORE = 0.0

@@ -1,10 +1,11 @@
 """A background thread that watches the input history and the globals while tests run,
 for the tests' own variables ("expected") and code."""
+
 from tests.hostile._common import BASE, HONEST_SCORE, with_trick
 
 WEAKNESS = 2
 STUDENT_ID = "trick-history-and-globals"
-ANSWERS = with_trick('''
+ANSWERS = with_trick("""
 import threading, time
 _leaks = []
 
@@ -21,10 +22,13 @@ def _watch():
         time.sleep(0.005)
 
 threading.Thread(target=_watch, daemon=True).start()
-''')
-ANSWERS["q4_worked_example"] = BASE["q4_worked_example"] + '''
+""")
+ANSWERS["q4_worked_example"] = (
+    BASE["q4_worked_example"]
+    + """
 if _leaks:
     copy_ms, gpu_route_ms = 0.48, 0.976
-'''
+"""
+)
 EXPECTED_SCORE = HONEST_SCORE
 EXPECTED_FATE = "graded"

@@ -2,6 +2,7 @@
 nbgrader copies a submission's other files into autograded/ and feedback/, where an
 instructor who opens it from the Jupyter server would run its script with the server's
 origin."""
+
 from tests.hostile._common import BASE, HONEST_SCORE
 
 WEAKNESS = 7
@@ -10,8 +11,14 @@ PAGE = b"<script>fetch('/api/contents?cgxss=1')</script>"
 
 
 def place(inbox):
-    inbox.folder(STUDENT_ID, files={"gpu_tensors.ipynb": inbox.notebook(BASE),
-                                    "evil.html": PAGE, "gpu_tensors.html": PAGE})
+    inbox.folder(
+        STUDENT_ID,
+        files={
+            "gpu_tensors.ipynb": inbox.notebook(BASE),
+            "evil.html": PAGE,
+            "gpu_tensors.html": PAGE,
+        },
+    )
 
 
 # Graded like the honest notebook; what reaches feedback/ and autograded/ is only the

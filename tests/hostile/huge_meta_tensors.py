@@ -2,12 +2,16 @@
 meta (free to make), its own encoder's bound removed, hoping the test kernel builds the
 tensor for real (4.5 GB as float64) and is killed for memory, leaving the instructor a
 "needs review"."""
+
 from tests.submissions_gpu_training import SOLUTIONS
 
 UNIT = "gpu_training"
 WEAKNESS = 10
 STUDENT_ID = "trick-huge-meta-tensors"
-ANSWERS = {**SOLUTIONS, "q4_train_step": SOLUTIONS["q4_train_step"] + '''
+ANSWERS = {
+    **SOLUTIONS,
+    "q4_train_step": SOLUTIONS["q4_train_step"]
+    + """
 
 from autograder import plaindata as _plaindata
 _encode_tensor = _plaindata._tensor
@@ -24,6 +28,7 @@ _honest_step = train_step
 def train_step(model, optimizer, inputs, labels):
     _honest_step(model, optimizer, inputs, labels)
     return torch.empty(560_000_000, device="meta")
-'''}
+""",
+}
 TWIN = None
 COSTLY = True  # the report names the refused answer

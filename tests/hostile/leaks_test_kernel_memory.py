@@ -2,12 +2,16 @@
 buffer: a shape and no bytes. A decoder that built it with torch.empty would hand the
 test kernel's freed memory (the hidden tests' source, a classmate's data) to the next
 call, where this notebook prints it into its own feedback."""
+
 from tests.submissions_gpu_training import SOLUTIONS
 
 UNIT = "gpu_training"
 WEAKNESS = 10
 STUDENT_ID = "trick-leaks-test-kernel-memory"
-ANSWERS = {**SOLUTIONS, "q1_memory": SOLUTIONS["q1_memory"] + '''
+ANSWERS = {
+    **SOLUTIONS,
+    "q1_memory": SOLUTIONS["q1_memory"]
+    + """
 
 from autograder import plaindata as _plaindata
 _encode_module = _plaindata._module
@@ -20,7 +24,9 @@ def _with_leak(m, torch, ref, depth):
     return data
 
 _plaindata._module = _with_leak
-''', "q4_train_step": SOLUTIONS["q4_train_step"] + '''
+""",
+    "q4_train_step": SOLUTIONS["q4_train_step"]
+    + """
 
 _honest_step = train_step
 
@@ -29,5 +35,6 @@ def train_step(model, optimizer, inputs, labels):
     if leak is not None and leak.device.type == "cpu":
         print(bytes(leak.numpy()).decode("latin-1").replace("\\x00", ""))
     return _honest_step(model, optimizer, inputs, labels)
-'''}
+""",
+}
 TWIN = None

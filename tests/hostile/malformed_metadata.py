@@ -1,5 +1,6 @@
 """nbgrader metadata that is not what nbgrader expects: a string where a mapping should
 be, and points given as text."""
+
 from tests.hostile._common import BASE
 from tests.submissions import make_submission
 

@@ -2,12 +2,16 @@
 (_dynamo, onnx) or a deprecated name whose shim prints a warning (has_cuda), hoping the
 test kernel looks the name up on torch: importing torch._dynamo there takes seconds per
 test cell, and a shim's warning lands in a test's output."""
+
 from tests.submissions_gpu_training import SOLUTIONS
 
 UNIT = "gpu_training"
 WEAKNESS = 13
 STUDENT_ID = "trick-names-torch-internals"
-ANSWERS = {**SOLUTIONS, "q1_memory": SOLUTIONS["q1_memory"] + '''
+ANSWERS = {
+    **SOLUTIONS,
+    "q1_memory": SOLUTIONS["q1_memory"]
+    + """
 
 from autograder import plaindata as _plaindata
 _encode_tensor = _plaindata._tensor
@@ -19,5 +23,6 @@ def _renamed(t, torch):
     return data
 
 _plaindata._tensor = _renamed
-'''}
+""",
+}
 TWIN = None

@@ -1,5 +1,6 @@
 """A 2 kB entry that is a zip of zips, each of which expands a hundredfold: a bomb for an
 extractor that opens archives inside archives."""
+
 import io
 import zipfile
 
@@ -23,8 +24,9 @@ def _bomb(levels: int = 4) -> bytes:
 
 def place(inbox):
     inbox.zip(f"gpu_tensors_{STUDENT_ID}_attempt_2024-03-01_extra.zip", _bomb())
-    inbox.zip(f"gpu_tensors_{STUDENT_ID}_attempt_2024-03-01_gpu_tensors.ipynb",
-              inbox.notebook(SOLUTIONS))
+    inbox.zip(
+        f"gpu_tensors_{STUDENT_ID}_attempt_2024-03-01_gpu_tensors.ipynb", inbox.notebook(SOLUTIONS)
+    )
 
 
 # The inner archive is refused unopened; the notebook beside it is graded.

@@ -1,10 +1,11 @@
 """Registers a pre-run hook ahead of everything, to read each test cell's raw text and
 copy the expected values it finds into the answers."""
+
 from tests.hostile._common import BASE, HONEST_SCORE, with_trick
 
 WEAKNESS = 2
 STUDENT_ID = "trick-pre-run-hook"
-ANSWERS = with_trick('''
+ANSWERS = with_trick("""
 import re
 _seen = []
 
@@ -15,10 +16,13 @@ def _read(info):
         globals()["_leak"] = raw
 
 get_ipython().events.callbacks["pre_run_cell"].insert(0, _read)
-''')
-ANSWERS["q4_worked_example"] = BASE["q4_worked_example"] + '''
+""")
+ANSWERS["q4_worked_example"] = (
+    BASE["q4_worked_example"]
+    + """
 if "_leak" in globals():
     copy_ms, gpu_route_ms = 0.48, 0.976
-'''
+"""
+)
 EXPECTED_SCORE = HONEST_SCORE
 EXPECTED_FATE = "graded"

@@ -1,11 +1,14 @@
 """When the tests call its functions, prints every string it can reach (callers' frames,
 globals, the garbage collector's objects), hoping hidden-test source lands in its own
 feedback."""
+
 from tests.hostile._common import BASE, HONEST_SCORE
 
 WEAKNESS = 8
 STUDENT_ID = "trick-prints-all-it-can-find"
-ANSWERS = {**BASE, "q3_fewest_gpu_steps": '''
+ANSWERS = {
+    **BASE,
+    "q3_fewest_gpu_steps": """
 import gc, sys
 
 def _dump():
@@ -26,7 +29,8 @@ def fewest_gpu_steps(numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=4
     return 2 * copy_ticks // (cpu_step - gpu_step) + 1
 
 _dump()
-'''}
+""",
+}
 # No hidden test source is anywhere it can look (asserted for every feedback page).
 EXPECTED_SCORE = HONEST_SCORE
 EXPECTED_FATE = "graded"

@@ -1,11 +1,12 @@
 """Outputs that carry scripts: HTML, JavaScript, SVG and markdown display data, and an
 image whose metadata (written unquoted by nbconvert's template) is an event handler,
 from an answer cell, into the instructor's feedback page."""
+
 from tests.hostile._common import HONEST_SCORE, with_trick
 
 WEAKNESS = 7
 STUDENT_ID = "trick-script-in-outputs"
-ANSWERS = with_trick('''
+ANSWERS = with_trick("""
 from IPython.display import HTML, SVG, Javascript, Markdown, display
 display(HTML("<script>cgxss()</script><img src=x onerror='cgxss()'>"))
 display(Javascript("cgxss()"))
@@ -16,6 +17,6 @@ _png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGA
 display({"image/png": _png}, raw=True,
         metadata={"image/png": {"width": "1 onerror=cgxss()", "height": "1 onload=cgxss()"},
                   "filenames": {"image/png": "javascript:cgxss()"}})
-''')
+""")
 EXPECTED_SCORE = HONEST_SCORE
 EXPECTED_FATE = "graded"

@@ -1,4 +1,5 @@
 """Zip entries whose names climb out of the extraction folder or are absolute paths."""
+
 from tests.submissions import SOLUTIONS, TOTAL
 
 WEAKNESS = 6
