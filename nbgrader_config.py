@@ -55,7 +55,7 @@ c.LimitOutput.max_traceback = 50
 # --- Sandbox (owned by the autograder: autograder/ adds its section below) -------
 
 # --- course-grade sandbox and limits ---
-# Read by `course-grade` (autograder/sandbox.py); plain `nbgrader` ignores the Sandbox
+# Read by `course-grade` (autograder/sandbox/bubblewrap.py); plain `nbgrader` ignores the Sandbox
 # section. Every grading kernel (the student's and the trusted test kernel) runs under
 # bubblewrap with these limits, and a kernel that breaks one is killed with its whole
 # process tree.
@@ -82,9 +82,9 @@ c.LmsNames.assignment_prefix = ""
 c.ImportLimits.max_total_mb = 500  # uncompressed size of one LMS download
 c.ImportLimits.max_entries = 20000
 # The exchange's collect copies regular files only and refuses unsafe student ids.
-c.ExchangeFactory.collect = "autograder.importers.SafeExchangeCollect"
+c.ExchangeFactory.collect = "autograder.coordinator.importers.SafeExchangeCollect"
 # Feedback never shows hidden tests' code, and nothing in it runs in a browser, even
-# from plain `nbgrader generate_feedback` (autograder/feedback.py says how).
-from autograder.feedback import configure_feedback  # noqa: E402
+# from plain `nbgrader generate_feedback` (autograder/worker/feedback.py says how).
+from autograder.worker.feedback import configure_feedback  # noqa: E402
 
 configure_feedback(c)

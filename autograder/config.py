@@ -83,7 +83,7 @@ def grading_config(course_root: Path) -> Config:
     # running them. Between the two only outputs change (the student's kernel never edits
     # the notebook), and each check validates every cell against the schema anew.
     config.Autograde.autograde_preprocessors = [
-        "autograder.execute.TwoKernelExecute" if _is_named(p, "Execute") else p
+        "autograder.worker.execute.TwoKernelExecute" if _is_named(p, "Execute") else p
         for p in preprocessors
         if not _is_named(p, "CheckCellMetadata")
     ]
@@ -91,7 +91,7 @@ def grading_config(course_root: Path) -> Config:
     # tenth of a CPU second a submission); once, after the last, still refuses a bad one.
     config.Exporter.optimistic_validation = True
     # Execute's limits (timeout etc.) are set on nbgrader's Execute; the subclass inherits.
-    from autograder.feedback import configure_feedback
+    from autograder.worker.feedback import configure_feedback
 
     configure_feedback(config)  # whatever the course's own file says
     return config

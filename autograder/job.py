@@ -1,8 +1,8 @@
 """What travels between the coordinator and a grading worker: one submission as bytes,
 and what became of it.
 
-The coordinator (``autograder.grade``) reads the course folder and is the only one that
-writes it and the gradebook. A worker (``autograder.worker``), on this machine or on a
+The coordinator (``autograder.coordinator.grade``) reads the course folder and is the only one that
+writes it and the gradebook. A worker (``autograder.worker.worker``), on this machine or on a
 Dask cluster's, needs no shared filesystem: a ``Job`` carries the submission's files and
 what the worker needs of the course (its nbgrader_config.py, the source folder, the due
 date; the worker makes the release from the source, as CI proves the committed one is

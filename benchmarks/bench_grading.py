@@ -1,6 +1,6 @@
 """Grading throughput: plain nbgrader against course-grade, side by side.
 
-Grades the same class (honest submissions from tests/submissions.py, copied to N
+Grades the same class (honest submissions from tests/submissions_gpu_tensors.py, copied to N
 students) four ways, each in a fresh copy of the course:
   plain     `nbgrader autograde` (serial, no sandbox)
   serial    `course-grade --jobs 1` (sandboxed)
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from autograder.importers import _nbgrader  # noqa: E402
+from autograder.coordinator.importers import _nbgrader  # noqa: E402
 from tests.class_fixture import NOTEBOOK, build_course, honest_cases  # noqa: E402
 
 ASSIGNMENT = "gpu_tensors"
@@ -114,7 +114,7 @@ def on_cluster(course: Path, workers: int, base: Path):
 
 def breakdown(course: Path) -> dict[str, float]:
     """Mean seconds per graded submission in each step, from the pipeline's report."""
-    from autograder.report import export_grades
+    from autograder.coordinator.report import export_grades
 
     rows = json.loads((course / "reports" / ASSIGNMENT / "report.json").read_text())
     graded = [r for r in rows if r.get("phases")]

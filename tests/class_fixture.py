@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from tests.submissions import (
+from tests.submissions_gpu_tensors import (
     ASSIGNMENT,
     FULL_MARKS,
     MISTAKES,
@@ -233,7 +233,7 @@ def sentinel(course: Path) -> Path:
 
 
 def nbgrader(course: Path, *args: str) -> None:
-    from autograder.importers import _nbgrader
+    from autograder.coordinator.importers import _nbgrader
 
     result = _nbgrader(course, *args)
     if result.returncode != 0:

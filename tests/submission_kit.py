@@ -1,6 +1,6 @@
 """What every unit's submissions module is built from (no pytest here: benchmarks use it).
 
-A unit's module (``tests/submissions.py`` for gpu_tensors, ``tests/submissions_<unit>.py``
+A unit's module (``tests/submissions_gpu_tensors.py`` for gpu_tensors, ``tests/submissions_<unit>.py``
 for the others; ``tests/units.py`` maps one to the other) exposes the same names:
 
 - ``ASSIGNMENT``, ``SOURCE``, ``RELEASE``;
@@ -183,8 +183,8 @@ def public_names(source: Path) -> list[str]:
     less the names the answers themselves define."""
     import ast
 
-    from autograder.testplan import _parse as parse
-    from autograder.testplan import defined_names
+    from autograder.bridge.testplan import _parse as parse
+    from autograder.bridge.testplan import defined_names
 
     nb = nbformat.read(source, as_version=4)
     answers: set[str] = set()

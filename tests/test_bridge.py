@@ -13,7 +13,7 @@ import types
 import pytest
 import torch
 
-from autograder import protocol, student_side, test_side
+from autograder.bridge import protocol, student_side, trusted_side
 
 
 @pytest.fixture
@@ -33,13 +33,13 @@ def student(monkeypatch):
         student_side.serve(shell, prompt)
         return protocol.loads(sent.pop())
 
-    monkeypatch.setattr(test_side, "ask", relay)
+    monkeypatch.setattr(trusted_side, "ask", relay)
     return namespace
 
 
 def bound(names, namespace=None) -> dict:
     tests = dict(namespace or {})
-    test_side.bind(tests, names)
+    trusted_side.bind(tests, names)
     return tests
 
 
@@ -65,7 +65,7 @@ def test_answers_arrive_as_base_values_and_functions_as_proxies(student):
     assert type(tests["q2_mb"]) is float and tests["q2_mb"] != 0.25
     assert tests["winner"] == "GPU" and tests["ticks"] == (96, 83)
     assert tests["dtype"] is torch.float64
-    assert isinstance(tests["size_mb"], test_side.StudentFunction)
+    assert isinstance(tests["size_mb"], trusted_side.StudentFunction)
     assert tests["weird"] != tests["weird"] and "not a plain value" in repr(tests["weird"])
     assert "absent" not in tests
 
@@ -129,7 +129,7 @@ def test_a_model_that_comes_back_with_new_members_fails_and_stays_as_it_was(stud
         student,
     )
     model = torch.nn.Linear(2, 2)
-    with pytest.raises(test_side.StudentAnswerError, match="buffers changed"):
+    with pytest.raises(trusted_side.StudentAnswerError, match="buffers changed"):
         bound(["train_step"])["train_step"](model)
     assert not list(model.buffers())
 
@@ -168,7 +168,7 @@ def test_the_students_exceptions_keep_their_type_and_message(student):
 
 def test_a_result_without_a_plain_form_fails_the_test_with_a_message(student):
     exec("def gen(x):\n    return (i for i in range(3))", student)
-    with pytest.raises(test_side.StudentAnswerError, match="cannot be checked"):
+    with pytest.raises(trusted_side.StudentAnswerError, match="cannot be checked"):
         bound(["gen"])["gen"](1)
 
 
@@ -186,16 +186,16 @@ def test_a_result_without_a_plain_form_fails_the_test_with_a_message(student):
 def test_a_forged_reply_is_only_a_failed_answer(monkeypatch, reply):
     """Whatever the student's kernel sends, the test side raises an ordinary failure (or
     finds no answer); it never crashes, and never takes a forged value for a right one."""
-    monkeypatch.setattr(test_side, "ask", lambda prompt: test_side.read_reply(reply))
+    monkeypatch.setattr(trusted_side, "ask", lambda prompt: trusted_side.read_reply(reply))
     tests = {}
-    test_side.bind(tests, ["f", "value"])
-    assert "value" not in tests or isinstance(tests["value"], test_side.Unreadable)
-    f = test_side.StudentFunction("f")
+    trusted_side.bind(tests, ["f", "value"])
+    assert "value" not in tests or isinstance(tests["value"], trusted_side.Unreadable)
+    f = trusted_side.StudentFunction("f")
     x = torch.zeros(1)
     try:
         got = f(x)
     except Exception as error:  # noqa: BLE001 - an ordinary failure of the student's answer
-        assert isinstance(error, (test_side.StudentAnswerError, RuntimeError))
+        assert isinstance(error, (trusted_side.StudentAnswerError, RuntimeError))
     else:  # only an argument's state was forged: the arguments crossed by value
         assert got == 1
     assert x.tolist() == [0.0]
@@ -238,7 +238,7 @@ def test_a_training_step_with_a_models_optimizer_trains_the_tests_own_model(stud
 def test_the_test_plan_is_read_once_per_source_and_again_when_the_source_changes(tmp_path):
     import nbformat
 
-    from autograder import testplan
+    from autograder.bridge import testplan
 
     def source(*tests):
         cells = [

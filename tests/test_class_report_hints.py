@@ -11,7 +11,7 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from autograder import class_report
+from autograder.coordinator import class_report
 
 CHECKS = """def call(name, *args):
     raise CheckFailed(f"{name}(...) raised {type(problem).__name__}: {text}")

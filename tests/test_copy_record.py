@@ -18,7 +18,7 @@ import torch
 from test_release import checks_of
 from units import submissions
 
-from autograder import protocol, student_side, test_side
+from autograder.bridge import protocol, student_side, trusted_side
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -75,7 +75,7 @@ def student(monkeypatch):
         student_side.serve(shell, prompt)
         return protocol.loads(sent.pop())
 
-    monkeypatch.setattr(test_side, "ask", relay)
+    monkeypatch.setattr(trusted_side, "ask", relay)
     return namespace
 
 
@@ -104,7 +104,7 @@ def test_the_checks_record_a_call_as_the_students_kernel_does(checks, student, w
     checks["to_device_uint8"] = way
     local_result, local = checks["call_recorded"]("to_device_uint8", IMAGES, "meta", MEAN, STD)
     student["to_device_uint8"] = way
-    checks["to_device_uint8"] = test_side.StudentFunction("to_device_uint8")
+    checks["to_device_uint8"] = trusted_side.StudentFunction("to_device_uint8")
     remote_result, remote = checks["call_recorded"]("to_device_uint8", IMAGES, "meta", MEAN, STD)
     assert local == remote and local
     assert (remote_result.device.type, remote_result.dtype) == ("meta", torch.float32)
@@ -150,15 +150,15 @@ def test_a_record_that_is_not_one_is_the_students_failure(monkeypatch, record):
     reply = protocol.dumps(
         {"ok": 1.0, "args": [], "kwargs": []} | ({} if record is None else {"record": record})
     )
-    monkeypatch.setattr(test_side, "ask", lambda prompt: test_side.read_reply(reply))
-    with pytest.raises(test_side.StudentAnswerError, match="record of copies"):
-        test_side.StudentFunction("f").recorded()
+    monkeypatch.setattr(trusted_side, "ask", lambda prompt: trusted_side.read_reply(reply))
+    with pytest.raises(trusted_side.StudentAnswerError, match="record of copies"):
+        trusted_side.StudentFunction("f").recorded()
 
 
 def test_a_recorded_call_leaves_the_bridge_as_it_was(student):
     student["f"] = uint8_crosses
-    asking = test_side.ask
-    result, record = test_side.StudentFunction("f").recorded(IMAGES, "meta", MEAN, STD)
-    assert test_side.ask is asking
+    asking = trusted_side.ask
+    result, record = trusted_side.StudentFunction("f").recorded(IMAGES, "meta", MEAN, STD)
+    assert trusted_side.ask is asking
     assert record == [["_to_copy", "cpu", "meta", "uint8", "uint8", N]]
     assert result.device.type == "meta" and tuple(result.shape) == tuple(IMAGES.shape)

@@ -11,12 +11,13 @@ import shutil
 import nbformat
 import pytest
 
-from autograder import grade, inbox, testkernel, worker
 from autograder.config import grading_config
+from autograder.coordinator import grade, inbox
 from autograder.job import Job
-from autograder.kernel import kill_tree
+from autograder.sandbox.manager import kill_tree
+from autograder.worker import trusted_kernel, worker
 from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
-from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
+from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, TOTAL, make_submission
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,7 +35,7 @@ def course(tmp_path_factory):
     folder.mkdir(parents=True)
     nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
     yield course
-    testkernel.close_all()
+    trusted_kernel.close_all()
 
 
 def grade_ada(course) -> dict:
@@ -59,7 +60,7 @@ def gradebook_scores(course) -> dict[str, float]:
 def fault_in_run_test(monkeypatch, fail_calls: set[int], kill: bool = False) -> list:
     """Make the test kernel fail on the given calls of Session.run_test (1-based)."""
     calls = []
-    original = testkernel.Session.run_test
+    original = trusted_kernel.Session.run_test
 
     async def run_test(self, grade_id, bridge, fetch=True):
         calls.append(grade_id)
@@ -67,15 +68,15 @@ def fault_in_run_test(monkeypatch, fail_calls: set[int], kill: bool = False) -> 
             if kill:  # a real death: the test kernel's whole process tree goes
                 kill_tree(self.kernel.km.provisioner.pid)
             else:
-                raise testkernel.TestKernelProblem("injected fault")
+                raise trusted_kernel.TrustedKernelProblem("injected fault")
         return await original(self, grade_id, bridge, fetch)
 
-    monkeypatch.setattr(testkernel.Session, "run_test", run_test)
+    monkeypatch.setattr(trusted_kernel.Session, "run_test", run_test)
     return calls
 
 
 def test_points_are_withheld_when_the_test_kernel_dies(course, monkeypatch):
-    testkernel.close_all()  # a fresh test kernel: no retry can hide the fault
+    trusted_kernel.close_all()  # a fresh test kernel: no retry can hide the fault
     fault_in_run_test(monkeypatch, {5}, kill=True)
     outcome = grade_ada(course)
     assert outcome["fate"] == "needs review" and outcome["score"] == 0.0
@@ -86,19 +87,19 @@ def test_points_are_withheld_when_the_test_kernel_dies(course, monkeypatch):
 
 
 def test_a_fault_on_a_reused_test_kernel_is_graded_again_on_a_fresh_one(course, monkeypatch):
-    testkernel.close_all()
+    trusted_kernel.close_all()
     assert grade_ada(course)["score"] == TOTAL  # starts the template
-    started = [k.starts for k in testkernel._TEMPLATES.values()]
+    started = [k.starts for k in trusted_kernel._TEMPLATES.values()]
     calls = fault_in_run_test(monkeypatch, {3})
     outcome = grade_ada(course)
     assert outcome["fate"] == "graded" and outcome["score"] == TOTAL
     assert len(calls) > 19  # the first attempt stopped at its third test; all ran again
-    assert [k.starts for k in testkernel._TEMPLATES.values()] == [1]  # a new kernel
+    assert [k.starts for k in trusted_kernel._TEMPLATES.values()] == [1]  # a new kernel
     assert started == [1]
 
 
 def test_a_fault_that_persists_withholds_and_a_later_regrade_gives_the_points(course, monkeypatch):
-    testkernel.close_all()
+    trusted_kernel.close_all()
     fault_in_run_test(monkeypatch, set(range(1, 100)))
     outcome = grade_ada(course)
     assert outcome["fate"] == "needs review" and "injected fault" in " ".join(outcome["details"])

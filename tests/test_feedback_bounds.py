@@ -1,5 +1,5 @@
 """The feedback page's work is bounded: markup whose rendering or sanitizing grows with the
-square of its size is shown as a note (autograder.feedback.BoundedMarkup), and an honest
+square of its size is shown as a note (autograder.worker.feedback.BoundedMarkup), and an honest
 notebook's markup is left as it is."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from units import UNITS, release
 
-from autograder.feedback import BoundedMarkup
+from autograder.worker.feedback import BoundedMarkup
 
 
 def _bounded(nb):
@@ -67,7 +67,7 @@ def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
     from nbconvert.exporters import HTMLExporter
     from traitlets.config import Config
 
-    from autograder.feedback import FeedbackExporter
+    from autograder.worker.feedback import FeedbackExporter
 
     nb = nbformat.read(release(UNITS[0]), as_version=4)
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="printed\n")]
@@ -85,7 +85,7 @@ def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
 def test_remembered_highlighting_is_nbconverts_for_each_source_language_and_magic():
     from nbconvert.filters.highlight import Highlight2HTML
 
-    from autograder.feedback import RememberedHighlight
+    from autograder.worker.feedback import RememberedHighlight
 
     ours, theirs = (
         RememberedHighlight(pygments_lexer="ipython3"),
@@ -109,7 +109,7 @@ def test_remembered_sanitizing_is_nbconverts():
     from nbconvert.filters.strings import clean_html
     from nbconvert.preprocessors.sanitize import SanitizeHTML
 
-    from autograder.feedback import RememberedSanitizeHTML, remembered_clean_html
+    from autograder.worker.feedback import RememberedSanitizeHTML, remembered_clean_html
 
     markup = [
         '<p onclick="steal()">hi <script>alert(1)</script><a href="javascript:x">a</a></p>',
@@ -135,7 +135,7 @@ def test_big_markup_is_cleaned_but_not_remembered():
     """A student's big output is cleaned like any other and never held by the memo."""
     from nbconvert.filters.strings import clean_html
 
-    from autograder.feedback import _CLEANED, remembered_clean_html
+    from autograder.worker.feedback import _CLEANED, remembered_clean_html
 
     big = "<p onclick='x()'>" + "y" * (_CLEANED.MAX_CHARS + 1) + "</p>"
     assert remembered_clean_html(big) == clean_html(big)
@@ -149,7 +149,11 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
     from bs4 import BeautifulSoup
     from traitlets.config import Config
 
-    from autograder.feedback import FeedbackExporter, RememberedSanitizeHTML, configure_feedback
+    from autograder.worker.feedback import (
+        FeedbackExporter,
+        RememberedSanitizeHTML,
+        configure_feedback,
+    )
 
     config = Config()
     configure_feedback(config)

@@ -16,7 +16,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
-from autograder import grade
+from autograder.coordinator import grade
 from autograder.job import CourseFiles, Job, Result
 
 

@@ -1,4 +1,4 @@
-"""What a grading process sets up once (autograder.gradebooks, worker folders, imports):
+"""What a grading process sets up once (autograder.worker.gradebooks, worker folders, imports):
 one SQLAlchemy engine per gradebook, through which nbgrader's Gradebook still reads and
 writes as before; one schema validator for cell metadata, with jsonschema's verdicts;
 a job folder per worker thread; and no IRI grammar built at import."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from autograder import gradebooks
+from autograder.worker import gradebooks
 
 
 def test_gradebooks_of_one_url_share_an_engine_and_see_each_others_writes(tmp_path, monkeypatch):
@@ -105,7 +105,7 @@ def test_a_grading_process_leaves_out_the_iri_grammar_and_still_validates_notebo
     import subprocess
 
     code = (
-        "import sys, autograder.worker, nbformat; from nbformat.v4 import new_notebook; "
+        "import sys, autograder.worker.worker, nbformat; from nbformat.v4 import new_notebook; "
         "nb = new_notebook(); nbformat.validate(nb); nb.cells.append({'cell_type': 'code'}); "
         "bad = not nbformat.validator.isvalid(nb); "
         "print(sys.modules.get('rfc3987_syntax') is None, bad)"
@@ -120,7 +120,7 @@ def test_each_worker_thread_grades_in_a_folder_of_its_own_and_keeps_it():
     import shutil
     import threading
 
-    from autograder import worker
+    from autograder.worker import worker
 
     first = worker._scratch()
     try:

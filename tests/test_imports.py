@@ -13,8 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import importers, inbox, safefiles
-from tests.submissions import RELEASE, SOLUTIONS, SOURCE, make_submission
+from autograder.coordinator import importers, inbox
+from autograder.sandbox import safefiles
+from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, SOURCE, make_submission
 
 NB = nbformat.writes(make_submission(RELEASE, SOLUTIONS)).encode()
 

@@ -29,10 +29,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli
 from autograder.config import load_course_config
+from autograder.coordinator import cli
 from tests.class_fixture import ASSIGNMENT, NOTEBOOK, TEST_LIMITS
-from tests.submissions import RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
+from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "course-grade")
@@ -96,7 +96,7 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     Student column."""
     from nbgrader.api import Gradebook
 
-    from autograder.report import export_canvas
+    from autograder.coordinator.report import export_canvas
 
     course = tmp_path / "course"
     course.mkdir()
@@ -131,9 +131,14 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
     grade and fay's missing submission (0 once the unit is out) are as before."""
     from nbgrader.api import Gradebook
 
+    from autograder.coordinator.ledger import Ledger
+    from autograder.coordinator.report import (
+        export_canvas,
+        export_grades,
+        from_gradebook,
+        write_report,
+    )
     from autograder.fates import Outcome
-    from autograder.ledger import Ledger
-    from autograder.report import export_canvas, export_grades, from_gradebook, write_report
 
     course = tmp_path / "course"
     shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)

@@ -14,8 +14,8 @@ import shutil
 import pytest
 from traitlets.config import Config
 
-from autograder import testkernel
-from autograder.outputs import OutputBudget
+from autograder.worker import trusted_kernel
+from autograder.worker.outputs import OutputBudget
 
 pytestmark = [
     pytest.mark.slow,
@@ -36,7 +36,7 @@ def template(tmp_path):
     (staging / "data.txt").chmod(0o644)
     config = Config()
     config.Sandbox.memory_mb = 2000
-    kernel = testkernel.TestKernel(config, staging, UID)
+    kernel = trusted_kernel.TrustedKernel(config, staging, UID)
     yield kernel
     kernel.close()
 
@@ -69,7 +69,7 @@ def test_a_second_submissions_kernel_sees_nothing_of_the_first(template):
     first, second = run_in_fresh_kernels(
         template,
         """
-import os, sys, torch, autograder.test_side as side
+import os, sys, torch, autograder.bridge.trusted_side as side
 open("/tmp/work/answers.txt", "w").write("ada's answers")
 open("/tmp/elsewhere.txt", "w").write("ada's answers")
 os.environ["ADA"] = "1"
@@ -81,7 +81,7 @@ del leftover, secret
 print(os.getpid(), sorted(os.listdir("/tmp/work")))
 """,
         """
-import os, sys, torch, autograder.test_side as side
+import os, sys, torch, autograder.bridge.trusted_side as side
 print(os.getpid(), sorted(os.listdir("/tmp/work")), os.path.exists("/tmp/elsewhere.txt"),
       "ADA" in os.environ, hasattr(side, "MARK"), "ada_module" in sys.modules,
       bytes(torch.empty(4_000_000, dtype=torch.uint8).numpy()).count(b"ADA-HEAP"),
@@ -105,7 +105,7 @@ def test_a_template_that_dies_is_replaced_and_the_submission_withheld(template):
     """Only trusted code runs in a test kernel, but its template is not out of its reach
     (same uid, same sandbox): if it goes, that submission's points are withheld and the
     next submission gets a new template."""
-    with pytest.raises(testkernel.TestKernelProblem, match="died"):
+    with pytest.raises(trusted_kernel.TrustedKernelProblem, match="died"):
         run_in_fresh_kernels(
             template,
             "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(30)",
@@ -129,7 +129,7 @@ def test_where_forking_is_not_safe_test_kernels_start_without_a_template(tmp_pat
     staging.chmod(0o755)
     config = Config()
     config.SandboxMixin.extra_env = ["OMP_NUM_THREADS=4"]
-    kernel = testkernel.TestKernel(config, staging, UID)
+    kernel = trusted_kernel.TrustedKernel(config, staging, UID)
     try:
         first, second = run_in_fresh_kernels(
             kernel, "import os; print(os.getpid())", "import os; print(os.getpid())"
@@ -147,7 +147,7 @@ def test_kernel_templates_can_be_turned_off(tmp_path):
     staging.chmod(0o755)
     config = Config()
     config.Sandbox.kernel_templates = False
-    kernel = testkernel.TestKernel(config, staging, UID)
+    kernel = trusted_kernel.TrustedKernel(config, staging, UID)
     try:
         assert run_in_fresh_kernels(kernel, "print('started')") == ["started\n"]
         assert "turned off" in kernel.without_template and kernel.starts == 1

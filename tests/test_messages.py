@@ -7,8 +7,8 @@ import json
 import pytest
 from jupyter_client.session import Session
 
-from autograder import messages
-from autograder.outputs import content_size
+from autograder.sandbox import messages
+from autograder.worker.outputs import content_size
 
 
 def frames(session: Session, content: dict) -> list[bytes]:

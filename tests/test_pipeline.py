@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import importers
+from autograder.coordinator import importers
 from tests.class_fixture import (
     ASSIGNMENT,
     NOTEBOOK,
@@ -26,7 +26,14 @@ from tests.class_fixture import (
     place_class,
     sentinel,
 )
-from tests.submissions import MISTAKES, RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
+from tests.submissions_gpu_tensors import (
+    MISTAKES,
+    RELEASE,
+    SOLUTIONS,
+    SOURCE,
+    TOTAL,
+    make_submission,
+)
 
 CLI = str(Path(sys.executable).parent / "course-grade")
 pytestmark = [
@@ -209,7 +216,7 @@ def test_nothing_is_written_outside_its_folder(graded):
         ".course-grade",
     }
     assert {p.name for p in course.iterdir()} <= allowed
-    from autograder.inbox import valid_student_id
+    from autograder.coordinator.inbox import valid_student_id
 
     for top in ("submitted", "autograded", "feedback"):
         assert all(valid_student_id(p.name) for p in (course / top).iterdir()), top
@@ -322,7 +329,7 @@ def test_second_run_grades_only_what_changed(graded):
 ORDINARY = 65534 if os.geteuid() == 0 else os.geteuid()
 FORKS = """
 import json, os, sys, time
-from autograder.kernel_entry import apply_limits
+from autograder.sandbox.kernel_entry import apply_limits
 apply_limits({"max_processes": 12})
 started = 0
 try:
@@ -496,7 +503,7 @@ def test_without_root_the_process_limit_holds_in_the_kernels_user_namespace():
                 sys.executable,
                 "-c",
                 "import json; from pathlib import Path; "
-                "from autograder.sandbox import Sandbox; print(json.dumps("
+                "from autograder.sandbox.bubblewrap import Sandbox; print(json.dumps("
                 f"Sandbox().command(Path({str(work / 'staging')!r}), "
                 "[], -1)))",
             ],

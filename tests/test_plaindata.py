@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import plaindata
+from autograder.bridge import plaindata
 
 
 # -- plain data ------------------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_no_name_in_the_data_is_looked_up_on_a_module_or_imports_one():
 import json, sys, warnings
 warnings.simplefilter("error")
 import torch
-from autograder import plaindata
+from autograder.bridge import plaindata
 names = ["has_cuda", "_dynamo", "_inductor", "onnx", "nn", "Tensor", "__class__", "float32 "]
 for name in names:
     for data in [{"$": "dtype", "v": name}, {"$": "tensor", "dtype": name, "device": "meta", "shape": [1]},

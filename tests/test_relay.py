@@ -1,4 +1,4 @@
-"""The relay between a student's kernel and the grader (``autograder.relay``): the grader
+"""The relay between a student's kernel and the grader (``autograder.sandbox.relay``): the grader
 never holds more of a kernel's output than it allows, however the kernel sends it, and a
 relayed kernel works as any kernel does."""
 
@@ -17,7 +17,7 @@ import pytest
 from traitlets.config import Config
 
 from autograder.fates import Kind, kill_reason
-from autograder.kernel import SandboxedKernelManager
+from autograder.sandbox.manager import SandboxedKernelManager
 
 pytestmark = [
     pytest.mark.slow,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import submissions as subs
+import submissions_gpu_tensors as subs
 from nbclient import NotebookClient
 from units import UNITS, submissions
 

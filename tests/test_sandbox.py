@@ -1,6 +1,6 @@
 """The sandbox every grading kernel runs in, tried from inside a real kernel.
 
-Each test starts a kernel the way the pipeline does (``autograder.kernel``), as the slot
+Each test starts a kernel the way the pipeline does (``autograder.sandbox.manager``), as the slot
 uid a root grader gives it, and asks it what it can reach.
 """
 
@@ -17,8 +17,8 @@ import psutil
 import pytest
 from traitlets.config import Config
 
-from autograder.kernel import launch_kernel
-from autograder.sandbox import STAGING_DIR, WORK_DIR, Sandbox, nested_argv
+from autograder.sandbox.bubblewrap import STAGING_DIR, WORK_DIR, Sandbox, nested_argv
+from autograder.sandbox.manager import launch_kernel
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(
@@ -156,7 +156,7 @@ except OSError as exc:
 def test_memory_kept_in_tmpfs_counts_against_the_limit(kernel_with, control_group, monkeypatch):
     """In a control group the machine's kernel counts tmpfs pages (the watchdog then only
     reports its OOM kill); without one, the watchdog adds the tmpfs folders itself."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
 
     if control_group and cgroups.unavailable():
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
@@ -182,7 +182,7 @@ def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, 
     """RLIMIT_NPROC stops the forks; the copies left behind would then grow into the memory
     limit or not, depending on the machine. The kernel is killed at its process limit, so a
     fork bomb's fate is the same everywhere."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
 
     if control_group and cgroups.unavailable():
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
@@ -198,7 +198,7 @@ def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, 
 def test_pages_that_forked_workers_share_are_counted_once(kernel_with, monkeypatch):
     """Without a control group the watchdog sums the tree's memory: what a DataLoader's
     forked workers share with the kernel counts once, not in every worker."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
 
     monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
     run = kernel_with(memory_mb=900)
@@ -230,7 +230,7 @@ def test_the_kernels_entry_imports_nothing_but_the_standard_library():
 
     # A None entry blocks a module (autograder/__init__ blocks rfc3987_syntax): not loaded.
     code = (
-        "import sys; before = set(sys.modules); import autograder.kernel_entry; "
+        "import sys; before = set(sys.modules); import autograder.sandbox.kernel_entry; "
         "print(sorted(m.split('.')[0] for m, module in sys.modules.items() "
         "if m not in before and module is not None))"
     )
@@ -262,7 +262,7 @@ def test_the_arguments_say_what_is_writable_and_how_large():
 
 
 def test_the_gpu_profile_binds_the_devices_lifts_the_address_limit_and_picks_a_gpu(monkeypatch):
-    from autograder import worker
+    from autograder.worker import worker
 
     devices = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"]
     monkeypatch.setattr(worker, "gpu_devices", lambda: devices)
@@ -285,11 +285,12 @@ def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_pat
     where the test kernel has a GPU)."""
     import nbformat
 
-    from autograder import grade, inbox, testkernel, worker
     from autograder.config import grading_config
+    from autograder.coordinator import grade, inbox
     from autograder.job import Job
+    from autograder.worker import trusted_kernel, worker
     from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course
-    from tests.submissions import RELEASE, SOLUTIONS, TOTAL, make_submission
+    from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, TOTAL, make_submission
 
     course = build_course(tmp_path)
     nb = make_submission(RELEASE, SOLUTIONS)
@@ -305,7 +306,7 @@ def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_pat
             Job("ada", "d", files, grade.course_files(course, ASSIGNMENT), gpu=True)
         )
     finally:
-        testkernel.close_all()
+        trusted_kernel.close_all()
     outcome = grade.record(course, ASSIGNMENT, result)
     assert outcome["score"] == TOTAL, outcome["details"]
     assert b"cuda True" in result.autograded[NOTEBOOK]
@@ -315,7 +316,7 @@ def test_a_kernel_that_keeps_many_cpus_busy_is_stopped(kernel_with, monkeypatch)
     """Busy processes, each in a session of its own (so many 'users' to the scheduler),
     would starve the other kernels: without a control group to cap it, the tree's CPU
     share is the limit, and the watchdog stops it."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
 
     monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
     run = kernel_with(max_cpus=0.5)
@@ -332,7 +333,7 @@ time.sleep(20)
 def test_a_control_group_caps_the_cpu_of_many_busy_processes(kernel_with):
     """With a control group (root), busy processes in sessions of their own get the cap in
     all, not a share each: the kernel lives on, slowed, and the others are unharmed."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
 
     if cgroups.unavailable():
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
@@ -439,7 +440,7 @@ for _ in range(3):
 def test_memory_hidden_from_every_process_still_counts(kernel_with, how):
     """Where the grader can give each kernel a control group (root), memory held where
     no process shows it is counted like any other: the kernel is killed for memory."""
-    from autograder import cgroups
+    from autograder.sandbox import cgroups
 
     if cgroups.unavailable():
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
@@ -462,7 +463,7 @@ def test_a_kernel_process_dies_with_the_grader_that_started_it(tmp_path):
             "-c",
             f"""
 import subprocess, time
-from autograder.kernel import die_with_grader
+from autograder.sandbox.manager import die_with_grader
 child = subprocess.Popen(["sleep", "120"], preexec_fn=die_with_grader())
 open({str(pidfile)!r}, "w").write(str(child.pid))
 time.sleep(120)
@@ -489,7 +490,7 @@ def test_a_kernel_flooding_its_output_cannot_fill_the_graders_memory(kernel_with
     under the size cap, that nothing read yet. The grader's sockets hold at most
     RECEIVE_QUEUE unread messages: the rest wait (or are dropped) on the kernel's side,
     in the kernel's own memory."""
-    from autograder.kernel import RECEIVE_QUEUE
+    from autograder.sandbox.manager import RECEIVE_QUEUE
 
     run = kernel_with(max_message_mb=8, memory_mb=3000)
     kc = run.km.client()

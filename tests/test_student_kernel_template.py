@@ -19,8 +19,8 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder import student_kernels
-from autograder.student_kernels import ForkedKernelManager
+from autograder.worker import student_kernels
+from autograder.worker.student_kernels import ForkedKernelManager
 
 pytestmark = [
     pytest.mark.slow,

@@ -2,9 +2,8 @@
 tests parametrize over. The order is ``[tool.gpucourse] units`` in pyproject.toml, which
 scripts/sync-links also reads for the README's table of units.
 
-Each unit has a submissions module for the grading tests: ``submissions_<unit>`` (for the
-first unit, ``submissions``, its name from before there were others), with the same API
-(see tests/submissions.py).
+Each unit has a submissions module for the grading tests, ``submissions_<unit>``, with the
+same API (see tests/submissions_gpu_tensors.py).
 """
 
 from __future__ import annotations
@@ -34,6 +33,4 @@ def release(unit: str) -> Path:
 
 def submissions(unit: str):
     """The unit's submissions module (solutions, mistakes, expected scores)."""
-    return importlib.import_module(
-        "submissions" if unit == "gpu_tensors" else f"submissions_{unit}"
-    )
+    return importlib.import_module(f"submissions_{unit}")

@@ -24,7 +24,7 @@ Code may name ``@SENTINEL@`` and ``@COURSE@``: the class fixture puts in the rea
 of a file outside the course and of the course folder, as a student who guessed them would.
 """
 
-from tests.submissions import MISTAKES, SOLUTIONS
+from tests.submissions_gpu_tensors import MISTAKES, SOLUTIONS
 
 BASE = MISTAKES["seconds"].answers
 HONEST_SCORE = MISTAKES["seconds"].score

@@ -2,7 +2,7 @@
 expression is nested deep enough to break a parser, and a function result of 60 MB."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import POINTS
+from tests.submissions_gpu_tensors import POINTS
 
 WEAKNESS = 4
 STUDENT_ID = "trick-answers-too-deep-and-big"

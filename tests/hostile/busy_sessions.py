@@ -1,7 +1,7 @@
 """Starts busy processes, each in a session of its own, so that the scheduler gives them a
 share each and starves the other students' kernels graded beside it into timeouts."""
 
-from autograder import cgroups
+from autograder.sandbox import cgroups
 from tests.hostile._common import HONEST_SCORE, with_trick
 
 WEAKNESS = 5

@@ -1,6 +1,6 @@
 """Student ids that are paths: '..' in the nbgrader exchange and in the LMS download."""
 
-from tests.submissions import SOLUTIONS
+from tests.submissions_gpu_tensors import SOLUTIONS
 
 WEAKNESS = 6
 STUDENT_ID = ".."

@@ -1,7 +1,7 @@
 """Edits the notebook's JSON: empties one failing test, deletes another, relabels a third."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import make_submission, with_cell_source, without_cell
+from tests.submissions_gpu_tensors import make_submission, with_cell_source, without_cell
 
 WEAKNESS = 2
 STUDENT_ID = "trick-edits-test-cells"

@@ -1,7 +1,7 @@
 """An nbgrader exchange submission holding links to the grading machine's files (the
 course's source notebook, a file outside the course), hoping collect copies them in."""
 
-from tests.submissions import SOLUTIONS
+from tests.submissions_gpu_tensors import SOLUTIONS
 
 WEAKNESS = 6
 STUDENT_ID = "trick-exchange-symlink"

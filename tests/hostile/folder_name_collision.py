@@ -2,7 +2,7 @@
 that name), and a notebook whose name only extends another's."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import SOLUTIONS, TOTAL
+from tests.submissions_gpu_tensors import SOLUTIONS, TOTAL
 
 WEAKNESS = 6
 STUDENT_ID = "trick-collides"

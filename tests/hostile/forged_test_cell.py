@@ -3,7 +3,7 @@
 import nbformat
 
 from tests.hostile._common import BASE
-from tests.submissions import make_submission
+from tests.submissions_gpu_tensors import make_submission
 
 WEAKNESS = 9
 STUDENT_ID = "trick-forged-test-cell"

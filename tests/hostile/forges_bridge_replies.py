@@ -8,7 +8,7 @@ WEAKNESS = 3
 STUDENT_ID = "trick-forges-bridge-replies"
 ANSWERS = with_trick("""
 import json
-from autograder import protocol, student_side
+from autograder.bridge import protocol, student_side
 from IPython.display import publish_display_data
 
 def _forged(shell, prompt):

@@ -13,7 +13,7 @@ ANSWERS = {
     "q4_train_step": SOLUTIONS["q4_train_step"]
     + """
 
-from autograder import plaindata as _plaindata
+from autograder.bridge import plaindata as _plaindata
 _encode_tensor = _plaindata._tensor
 
 def _unbounded(t, torch):

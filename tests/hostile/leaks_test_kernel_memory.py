@@ -13,7 +13,7 @@ ANSWERS = {
     "q1_memory": SOLUTIONS["q1_memory"]
     + """
 
-from autograder import plaindata as _plaindata
+from autograder.bridge import plaindata as _plaindata
 _encode_module = _plaindata._module
 
 def _with_leak(m, torch, ref, depth):

@@ -2,7 +2,7 @@
 so that a greedy pattern files it as that student's (impersonation)."""
 
 from tests.hostile._common import BASE
-from tests.submissions import MISTAKES, SOLUTIONS, TOTAL
+from tests.submissions_gpu_tensors import MISTAKES, SOLUTIONS, TOTAL
 
 WEAKNESS = 6
 STUDENT_ID = "trick-lms-impersonation"

@@ -1,7 +1,7 @@
 """Answers that lie when compared: an int whose == is always True, a str-like that equals anything."""
 
 from tests.hostile._common import SOLUTIONS, with_trick
-from tests.submissions import POINTS
+from tests.submissions_gpu_tensors import POINTS
 
 WEAKNESS = 3
 STUDENT_ID = "trick-lying-values"

@@ -2,7 +2,7 @@
 be, and points given as text."""
 
 from tests.hostile._common import BASE
-from tests.submissions import make_submission
+from tests.submissions_gpu_tensors import make_submission
 
 WEAKNESS = 9
 STUDENT_ID = "trick-malformed-metadata"

@@ -13,7 +13,7 @@ ANSWERS = {
     "q1_memory": SOLUTIONS["q1_memory"]
     + """
 
-from autograder import plaindata as _plaindata
+from autograder.bridge import plaindata as _plaindata
 _encode_tensor = _plaindata._tensor
 _names = iter(["_dynamo", "has_cuda", "onnx", "_inductor"] * 100_000)
 

@@ -4,7 +4,7 @@ extractor that opens archives inside archives."""
 import io
 import zipfile
 
-from tests.submissions import SOLUTIONS, TOTAL
+from tests.submissions_gpu_tensors import SOLUTIONS, TOTAL
 
 WEAKNESS = 6
 STUDENT_ID = "trick-nested-zip-bomb"

@@ -2,7 +2,7 @@
 failure message would carry the hidden test's code and values into the feedback."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import POINTS
+from tests.submissions_gpu_tensors import POINTS
 
 WEAKNESS = 8
 STUDENT_ID = "trick-raises-with-test-code"

@@ -2,7 +2,7 @@
 variables (the expected value) and returns that instead of its own answer."""
 
 from tests.hostile._common import HONEST_SCORE, with_trick
-from tests.submissions import MISTAKES, POINTS
+from tests.submissions_gpu_tensors import MISTAKES, POINTS
 
 WEAKNESS = 2
 STUDENT_ID = "trick-reads-callers-frames"

@@ -4,7 +4,7 @@ instructor's feedback page."""
 import nbformat
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import make_submission
+from tests.submissions_gpu_tensors import make_submission
 
 WEAKNESS = 7
 STUDENT_ID = "trick-script-in-markdown"

@@ -2,7 +2,7 @@
 dtype and equality with anything, while its data are float64 on the CPU."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import POINTS
+from tests.submissions_gpu_tensors import POINTS
 
 WEAKNESS = 3
 STUDENT_ID = "trick-torch-function-liar"

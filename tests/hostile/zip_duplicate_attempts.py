@@ -2,7 +2,7 @@
 duplicate that aborted the whole import before."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import SOLUTIONS
+from tests.submissions_gpu_tensors import SOLUTIONS
 
 WEAKNESS = 6
 STUDENT_ID = "trick-zip-duplicates"

@@ -1,6 +1,6 @@
 """Zip entries whose names climb out of the extraction folder or are absolute paths."""
 
-from tests.submissions import SOLUTIONS, TOTAL
+from tests.submissions_gpu_tensors import SOLUTIONS, TOTAL
 
 WEAKNESS = 6
 STUDENT_ID = "trick-zip-path-escape"

@@ -41,7 +41,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODULE = "autograder.relay"
+MODULE = "autograder.sandbox.relay"
 FLOODED = 3
 CUT = 4
 MAX_FRAMES = 1000

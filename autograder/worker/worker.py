@@ -5,7 +5,7 @@ A worker shares no filesystem with the course. From a ``Job`` (``autograder.job`
 makes a private course folder: the course's config and source, prepared once per worker
 with nbgrader's own generate_assignment into a private SQLite gradebook, and then, per
 job, a copy with the submission in it. There nbgrader's own autograde does the work,
-with its Execute swapped for ``autograder.execute.TwoKernelExecute`` (answer cells in a
+with its Execute swapped for ``autograder.worker.execute.TwoKernelExecute`` (answer cells in a
 sandboxed student kernel, test cells in a sandboxed test kernel forked for this submission), and
 nbgrader's generate_feedback makes the page. The ``Result`` carries back the autograded
 notebooks, the feedback and the outcome; only the coordinator writes the course and its
@@ -31,18 +31,12 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import (
-    execute,
-    fates,
-    gradebooks,
-    nbgrader_threads,
-    safefiles,
-    student_kernels,
-    testkernel,
-)
+from autograder import fates
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
-from autograder.sandbox import Sandbox, gpu_devices, unprivileged
+from autograder.sandbox import safefiles
+from autograder.sandbox.bubblewrap import Sandbox, gpu_devices, unprivileged
+from autograder.worker import execute, gradebooks, nbgrader_threads, student_kernels, trusted_kernel
 
 # The test kernel of slot N runs as uid_base + TEST_UID_OFFSET + N: never the uid of a
 # student kernel, so it counts against no student's process limit.
@@ -128,7 +122,7 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
             and record.get("reused")
             and any(e.kind is fates.Kind.NEEDS_REVIEW for e in events)
         ):
-            testkernel.close(
+            trusted_kernel.close(
                 config.TwoKernelExecute.test_files,
                 config.TwoKernelExecute.test_uid,
                 config.TwoKernelExecute.test_slot,
@@ -311,7 +305,9 @@ def _slot(uid_base: int) -> dict:
             os.close(fd)
             continue
         slot = {"index": index, "fd": fd}
-        if unprivileged():  # no uid to give: kernels get user namespaces (autograder.sandbox)
+        if (
+            unprivileged()
+        ):  # no uid to give: kernels get user namespaces (autograder.sandbox.bubblewrap)
             slot.update(uid=-1, test_uid=-1)
         else:
             slot.update(uid=uid_base + index, test_uid=uid_base + TEST_UID_OFFSET + index)
@@ -387,5 +383,5 @@ def _tail(log: str, lines: int = 3) -> str:
     return " | ".join(chosen)[:800]
 
 
-atexit.register(testkernel.close_all)
+atexit.register(trusted_kernel.close_all)
 atexit.register(student_kernels.close_all)

@@ -10,9 +10,9 @@ the outputs and writes the autograded notebook. Only the running changes:
   value or test variable ever exists in it, in a file, a cell, a global or its history.
   Its working folder is a tmpfs holding copies of the submission's own files and the
   release's data files, never the autograded notebook.
-- the **test kernel** (``autograder.testkernel``) runs every test cell, as the source
+- the **test kernel** (``autograder.worker.trusted_kernel``) runs every test cell, as the source
   notebook has it, on the student's answers fetched across the bridge as plain data
-  (``autograder.test_side``, ``autograder.student_side``). Its outputs are the test
+  (``autograder.bridge.trusted_side``, ``autograder.bridge.student_side``). Its outputs are the test
   cells' outputs, so nbgrader's own rule scores them.
 
 What happens to a submission is recorded in ``events`` (timeouts, a kernel that died,
@@ -36,11 +36,13 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Unicode
 
-from autograder import fates, protocol, testkernel, testplan
+from autograder import fates
+from autograder.bridge import protocol, testplan
 from autograder.fates import Event, Kind
-from autograder.outputs import OutputBudget, content_size, error_output
-from autograder.sandbox import Sandbox
-from autograder.student_kernels import ForkedKernelManager
+from autograder.sandbox.bubblewrap import Sandbox
+from autograder.worker import trusted_kernel
+from autograder.worker.outputs import OutputBudget, content_size, error_output
+from autograder.worker.student_kernels import ForkedKernelManager
 
 INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
 
@@ -124,7 +126,7 @@ class TwoKernelExecute(Execute):
             for i, c in enumerate(self.nb.cells)
             if c.cell_type == "code" and grade_id(c) in plan.tests
         }
-        kernel = testkernel.template(
+        kernel = trusted_kernel.template(
             self.config, Path(self.test_files), self.test_uid, self.test_slot
         )
         self.reused_test_kernel = kernel.reused
@@ -159,7 +161,7 @@ class TwoKernelExecute(Execute):
                 self.set_widgets_metadata()
                 for what in await session.too_costly():
                     self.events.append(Event(Kind.TOO_COSTLY, reason=what))
-        except testkernel.TestKernelProblem as problem:
+        except trusted_kernel.TrustedKernelProblem as problem:
             kernel.close()
             self._withhold(tests, str(problem))
         finally:
@@ -275,7 +277,7 @@ async def _settled(forking: asyncio.Future):
     stopped half-way would leave the kernel's client open), or None if it failed."""
     try:
         return await forking
-    except Exception:  # noqa: BLE001 - a TestKernelProblem: withheld already, or moot
+    except Exception:  # noqa: BLE001 - a TrustedKernelProblem: withheld already, or moot
         return None
 
 
@@ -298,7 +300,7 @@ class StudentBridge:
         if self.left <= 0:
             return protocol.failed("your functions already used this test's time")
         code = (
-            "__import__('autograder.student_side', fromlist=['_']).serve("
+            "__import__('autograder.bridge.student_side', fromlist=['_']).serve("
             f"get_ipython(), {prompt!r})"
         )
         kc = ex.kc

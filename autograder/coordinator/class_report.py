@@ -92,7 +92,7 @@ def _question_points(course_root: Path, assignment: str) -> dict[str, float]:
     """Question (the source's heading) -> its points, from the gradebook's test cells."""
     from nbgrader.api import Gradebook
 
-    from autograder.report import questions
+    from autograder.coordinator.report import questions
 
     with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
         points = {

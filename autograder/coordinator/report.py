@@ -1,5 +1,5 @@
 """What the instructor reads at the end: grades.csv (and an LMS's import format), the
-report of fates, a summary table, and the class report (``autograder.class_report``).
+report of fates, a summary table, and the class report (``autograder.coordinator.class_report``).
 
 Every score in them is the gradebook's, read when they are written: after nbgrader's late
 penalty (``LateSubmissionPlugin``), with the penalty beside it, and with any manual grade
@@ -38,7 +38,7 @@ def questions(course_root: Path, assignment: str) -> dict[str, list[str]]:
     headings ("## Question 1: ..." gives "Question 1"), the headings above them."""
     import nbformat
 
-    from autograder.inbox import expected_notebooks
+    from autograder.coordinator.inbox import expected_notebooks
 
     out: dict[str, list[str]] = {}
     for name in expected_notebooks(course_root, assignment):
@@ -92,7 +92,7 @@ UNGRADED = (fates.ERROR, fates.NO_NOTEBOOK, fates.INVALID_NOTEBOOK)
 
 def ungraded(course_root: Path, assignment: str) -> dict[str, str]:
     """Student -> fate, for each submission the ledger says got no grade (``UNGRADED``)."""
-    from autograder.ledger import Ledger
+    from autograder.coordinator.ledger import Ledger
 
     return {
         e["student_id"]: e["fate"]
@@ -238,7 +238,7 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
 def write_class_report(
     course_root: Path, assignment: str, outcomes: list[dict], folder: Path
 ) -> Path:
-    from autograder.class_report import write
+    from autograder.coordinator.class_report import write
 
     return write(course_root, assignment, outcomes, folder)
 

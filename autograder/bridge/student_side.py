@@ -1,4 +1,4 @@
-"""Runs in the student's kernel: answers the bridge's requests (``autograder.protocol``).
+"""Runs in the student's kernel: answers the bridge's requests (``autograder.bridge.protocol``).
 
 This is trusted code in an untrusted process. The student's notebook ran here first and
 may have replaced any of it; that is fine, because everything this module can send is a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 
-from autograder import plaindata, protocol
+from autograder.bridge import plaindata, protocol
 
 
 def serve(shell, prompt: str) -> None:

@@ -1,6 +1,6 @@
 """A control group per grading kernel, where the grader may make one (as root).
 
-The watchdog (``autograder.kernel``) sees a kernel's resident memory and its tmpfs
+The watchdog (``autograder.sandbox.manager``) sees a kernel's resident memory and its tmpfs
 folders, but memory can hide from both: an unmapped ``memfd``, a System V shared-memory
 segment. A control group counts every page its processes charge, however they hold it,
 and caps their CPU time outright: a kernel over ``Sandbox.memory_mb`` is killed by the

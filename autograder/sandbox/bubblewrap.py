@@ -19,7 +19,7 @@ watchdog adds them to the process tree's resident memory), and the tmpfs sizes a
 disk quota.
 
 Identity and limits:
-- Run as root, bubblewrap binds as root, and ``autograder.kernel_entry`` drops to the
+- Run as root, bubblewrap binds as root, and ``autograder.sandbox.kernel_entry`` drops to the
   slot's own uid before anything else runs, so each kernel's processes count against
   their own RLIMIT_NPROC (never enforced for root). Where user namespaces are allowed it
   then enters a second, unprivileged bubblewrap (``--unshare-user --disable-userns``), so
@@ -47,7 +47,7 @@ from traitlets.config import Configurable
 
 # The layout inside the sandbox is kernel_entry's, which runs there and imports nothing
 # but the standard library.
-from autograder.kernel_entry import STAGING_DIR, WORK_DIR, nested_argv  # noqa: F401
+from autograder.sandbox.kernel_entry import STAGING_DIR, WORK_DIR, nested_argv  # noqa: F401
 
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Public packages the notebooks import; editable installs point outside the venv.
@@ -180,7 +180,7 @@ class Sandbox(Configurable):
     kernel_templates = Bool(
         True,
         help="Fork each test kernel from a template that has imported what every test "
-        "kernel needs (autograder.kernel_template). False: start each one as any kernel "
+        "kernel needs (autograder.sandbox.kernel_template). False: start each one as any kernel "
         "(slower; the same isolation).",
     ).tag(config=True)
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)

@@ -1,7 +1,7 @@
 """The bridge's messages: how the test kernel asks the student's kernel for answers.
 
 Three processes take part, and this module is the only one that knows the messages'
-shape (values inside them are ``autograder.plaindata``'s):
+shape (values inside them are ``autograder.bridge.plaindata``'s):
 
     test kernel (trusted) --request--> grader (host) --request--> student's kernel
     test kernel <--reply-- grader <--reply-- student's kernel
@@ -9,7 +9,7 @@ shape (values inside them are ``autograder.plaindata``'s):
 - The test kernel sends a request as the prompt of a Jupyter ``input_request`` (the
   stdin channel, the protocol's own way for a running cell to ask its client) and reads
   the reply as the answer to it.
-- The grader forwards the text to the student's kernel, where ``autograder.student_side``
+- The grader forwards the text to the student's kernel, where ``autograder.bridge.student_side``
   answers it, and forwards the reply back. It parses neither: it only bounds their size
   and the time they take, and answers ``failed`` itself when the student's kernel cannot.
 - Requests carry only what the tests built (arguments); they never carry an expected

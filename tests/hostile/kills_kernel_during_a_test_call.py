@@ -2,7 +2,7 @@
 were left are scored as passed (a test cell with no output scores full marks)."""
 
 from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions import POINTS
+from tests.submissions_gpu_tensors import POINTS
 
 WEAKNESS = 4
 STUDENT_ID = "trick-kills-kernel-in-a-test"

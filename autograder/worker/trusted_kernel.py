@@ -1,14 +1,14 @@
 """The trusted test kernel: runs every test cell, hidden tests included, and nothing else.
 
 Each submission gets a fresh test kernel, forked from a template that never ran a cell
-(``autograder.kernel_template``): no process ever holds two submissions' data, yet no
+(``autograder.sandbox.kernel_template``): no process ever holds two submissions' data, yet no
 submission pays again for starting Python, ipykernel and torch. One template per grading
 thread, assignment and test uid, in the test kernel's sandbox, with its limits; it is
 replaced whenever it died and after any problem, and a problem while a template that had
 served before was in use is retried once on a fresh one by the worker, so a worn
 template never costs a student a point.
 
-Everything here raises ``TestKernelProblem`` when the test kernel cannot do its part:
+Everything here raises ``TrustedKernelProblem`` when the test kernel cannot do its part:
 the submission's test points are then withheld, and its fate says why.
 """
 
@@ -28,25 +28,26 @@ import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
-from autograder import fates, protocol
-from autograder.kernel import (
+from autograder import fates
+from autograder.bridge import protocol
+from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
+from autograder.sandbox.manager import (
     SOCKETS_IN_SANDBOX,
     SandboxedKernelManager,
     discard,
     guarded_context,
     is_running,
 )
-from autograder.kernel_entry import UNSAFE_TO_FORK
-from autograder.messages import BoundedSession
-from autograder.outputs import content_size
-from autograder.sandbox import Sandbox
+from autograder.sandbox.messages import BoundedSession
+from autograder.worker.outputs import content_size
 
 STARTUP_TIMEOUT = 60
 OUTPUT_MSGS = ("stream", "display_data", "execute_result", "error")
 _TEMPLATES: dict = {}
 
 
-class TestKernelProblem(Exception):
+class TrustedKernelProblem(Exception):
     """The test kernel could not finish its part; the tests' points are withheld."""
 
     __test__ = False  # not a pytest test class
@@ -57,12 +58,12 @@ class TemplateUnusable(Exception):
     kernels start as any kernel, and each submission's details say so."""
 
 
-def template(config, staging: Path, uid: int, slot: int = 0) -> TestKernel:
+def template(config, staging: Path, uid: int, slot: int = 0) -> TrustedKernel:
     """The test-kernel template of one grading thread (``slot``) for ``staging`` (the
     assignment's test files), run as ``uid``."""
     key = (str(staging), uid, slot)
     if key not in _TEMPLATES:
-        _TEMPLATES[key] = TestKernel(config, staging, uid)
+        _TEMPLATES[key] = TrustedKernel(config, staging, uid)
     return _TEMPLATES[key]
 
 
@@ -78,7 +79,7 @@ def close_all() -> None:
     _TEMPLATES.clear()
 
 
-class TestKernel:
+class TrustedKernel:
     """A template that forks one test kernel per submission (``session``)."""
 
     __test__ = False  # not a pytest test class
@@ -130,7 +131,7 @@ class TestKernel:
                 raise TemplateUnusable(
                     "its template had more than one thread, and forking it would not be safe"
                 ) from None
-            raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
+            raise TrustedKernelProblem(f"the test kernel could not start ({exc})") from None
         self.forked = self.km.forked_kernels()  # looked up once: alive() runs per message
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
         kc = AsyncKernelClient(context=guarded_context(max_bytes, True), session=BoundedSession())
@@ -151,7 +152,7 @@ class TestKernel:
             await session.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
         except Exception as exc:  # noqa: BLE001
             session.end()
-            raise TestKernelProblem(f"the test kernel did not answer ({exc})") from None
+            raise TrustedKernelProblem(f"the test kernel did not answer ({exc})") from None
         return session
 
     def _connection(self) -> dict:
@@ -185,7 +186,7 @@ class TestKernel:
             shutil.rmtree(self.folder, ignore_errors=True)
             if template:
                 raise TemplateUnusable(f"its template could not start ({exc})") from None
-            raise TestKernelProblem(f"the test kernel could not start ({exc})") from None
+            raise TrustedKernelProblem(f"the test kernel could not start ({exc})") from None
         self.km, self.uses = km, 0
         self.starts += 1
 
@@ -205,7 +206,7 @@ class TestKernel:
 class Session:
     """One submission's use of the test kernel."""
 
-    kernel: TestKernel
+    kernel: TrustedKernel
     kc: object
     plan: object
     cell_timeout: float
@@ -234,7 +235,7 @@ class Session:
             fetch = True  # an instructor's cell may have bound an answer name itself
         if fetch or self.plan.tests_rebind:
             await self.run_trusted(
-                "__import__('autograder.test_side', fromlist=['_']).bind(globals(), "
+                "__import__('autograder.bridge.trusted_side', fromlist=['_']).bind(globals(), "
                 f"{json.dumps(self.plan.answer_names)})",
                 "reading the answers",
                 bridge,
@@ -246,14 +247,14 @@ class Session:
         """Run code of the grader's or the instructor's, which must not fail."""
         status, outputs = await self.execute(code, bridge, keep=False)
         if status != "ok":
-            raise TestKernelProblem(f"{what} failed in the test kernel: {_error_text(outputs)}")
+            raise TrustedKernelProblem(f"{what} failed in the test kernel: {_error_text(outputs)}")
 
     async def too_costly(self) -> list[str]:
         """What this submission's answers had refused as too costly to check, as the test
-        kernel's trusted side noted it (``test_side.TOO_COSTLY``); read through the
+        kernel's trusted side noted it (``trusted_side.TOO_COSTLY``); read through the
         execute reply's user expressions, which no student's text can fill."""
         expression = (
-            "__import__('json').dumps(__import__('autograder.test_side', "
+            "__import__('json').dumps(__import__('autograder.bridge.trusted_side', "
             "fromlist=['_']).TOO_COSTLY[:20])"
         )
         status, _ = await self.execute("", keep=False, expressions={"costly": expression})
@@ -297,12 +298,12 @@ class Session:
             own = time.monotonic() - started - waited
             if own > self.cell_timeout:
                 await self._interrupt()
-                raise TestKernelProblem(
+                raise TrustedKernelProblem(
                     f"a test cell ran {self.cell_timeout:g} s in the test kernel without finishing"
                 )
             if not self.kernel.alive():
                 events = self.kernel.km.events if self.kernel.km is not None else []
-                raise TestKernelProblem("the test kernel died: " + _death(events))
+                raise TrustedKernelProblem("the test kernel died: " + _death(events))
             ready = dict(await poller.poll(timeout=200))
             for socket, channel in channels.items():
                 if socket not in ready:

@@ -24,10 +24,15 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import importers, inbox
 from autograder.config import grading_config
-from autograder.grade import InstructorError, check_ready, grade_assignment, recorded_outcomes
-from autograder.report import (
+from autograder.coordinator import importers, inbox
+from autograder.coordinator.grade import (
+    InstructorError,
+    check_ready,
+    grade_assignment,
+    recorded_outcomes,
+)
+from autograder.coordinator.report import (
     export_canvas,
     export_grades,
     from_gradebook,
@@ -332,7 +337,7 @@ def run_grading(args, course: Path, assignment: str, executor, on_result=None) -
 def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> None:
     """nbgrader's generate_feedback, with this course's sanitized, hidden-test-free
     feedback, for every autograded submission: the pages then show manual grades too."""
-    from autograder.worker import _run_nbgrader
+    from autograder.worker.worker import _run_nbgrader
 
     for outcome in outcomes:
         student = outcome["student_id"]

@@ -2,7 +2,7 @@
 whether each holds a notebook nbgrader can grade at all.
 
 Everything in a submission folder is the student's: it is read through
-``autograder.safefiles`` (no link followed, no FIFO opened, sizes bounded), and a notebook
+``autograder.sandbox.safefiles`` (no link followed, no FIFO opened, sizes bounded), and a notebook
 whose nbgrader metadata nbgrader would choke on gets the fate "invalid notebook" with the
 reason, instead of reaching nbgrader and failing as the grader's own error.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import safefiles
 from autograder.config import file_limits
 from autograder.fates import INVALID_NOTEBOOK, NO_NOTEBOOK
+from autograder.sandbox import safefiles
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # nbgrader's own cell names (feedback pages print them unescaped): letters, digits, _ and -.

@@ -3,8 +3,8 @@
 jupyter_client's whole protocol stays; what changes is where the kernel runs and how
 much the grader trusts the channel:
 
-- the command becomes ``bwrap ... python -I -m autograder.kernel_entry``
-  (``autograder.sandbox``), with the ``ipc`` transport: the sockets live in the kernel's
+- the command becomes ``bwrap ... python -I -m autograder.sandbox.kernel_entry``
+  (``autograder.sandbox.bubblewrap``), with the ``ipc`` transport: the sockets live in the kernel's
   own tmpfs, which the grader reaches through ``/proc/<pid>/root``, and the connection
   file is bound read-only; no host folder is writable by the kernel;
 - the client connects once, after the kernel has made its sockets and before any
@@ -32,7 +32,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -46,18 +45,16 @@ from jupyter_core.utils import run_sync
 from traitlets import Bool, Integer, List, Unicode, default
 from traitlets.config import Configurable
 
-from autograder import cgroups
-from autograder.fates import Event, Kind
-from autograder.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
-from autograder.messages import BoundedSession
-from autograder.relay import CHANNELS, Relay
-from autograder.sandbox import Sandbox
+from autograder.fates import Event
+from autograder.sandbox import cgroups
+from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
+from autograder.sandbox.messages import BoundedSession
+from autograder.sandbox.relay import CHANNELS, Relay
+from autograder.sandbox.watchdog import Watchdog, kill_tree
 
-WATCH_INTERVAL = 0.2
-CPU_WINDOW = 4.0  # seconds over which a kernel's CPU share is measured
 SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
 SOCKETS_IN_SANDBOX = "/tmp/.kernel/ipc"  # the kernel's sockets: <this>-<port>, in its tmpfs
-TMPFS_MOUNTS = ("tmp", "dev/shm")
 SEND_TIMEOUT_MS = 5000
 # Messages a client socket holds unread: past it the kernel's own side queues (in its own,
 # limited memory) and then drops. So one kernel, however fast it sends, can hold at most
@@ -108,221 +105,6 @@ def die_with_grader():
     return preexec
 
 
-def kill_tree(pid: int) -> None:
-    """SIGKILL a process and every descendant (collected first, so none is orphaned)."""
-    try:
-        root = psutil.Process(pid)
-        procs = root.children(recursive=True) + [root]
-    except psutil.NoSuchProcess:
-        return
-    for p in procs:
-        try:
-            p.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-
-
-def tmpfs_bytes(pids: list[int]) -> int:
-    """Bytes used in the sandbox's tmpfs folders, seen through a sandboxed process."""
-    for pid in pids:
-        total, seen = 0, False
-        for mount in TMPFS_MOUNTS:
-            try:
-                st = os.statvfs(f"/proc/{pid}/root/{mount}")
-            except OSError:
-                continue
-            seen = True
-            total += (st.f_blocks - st.f_bfree) * st.f_frsize
-        if seen and os.stat(f"/proc/{pid}/root").st_dev != os.stat("/").st_dev:
-            return total
-    return 0
-
-
-def _threads(procs) -> int:
-    """Processes and threads (what RLIMIT_NPROC counts) of a process tree."""
-    count = 0
-    for p in procs:
-        try:
-            count += p.num_threads()
-        except psutil.NoSuchProcess:
-            pass
-    return count
-
-
-def _proportional(procs) -> int:
-    """Bytes a process tree holds, each page shared between its processes counted once
-    (the sum of their proportional set sizes)."""
-    total = 0
-    for p in procs:
-        try:
-            try:
-                total += p.memory_full_info().pss
-            except psutil.AccessDenied:  # then the count that can only overstate
-                total += p.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-class Watchdog(threading.Thread):
-    """Kills the kernel's process tree when it passes its memory, wall-time or CPU-share
-    limit.
-
-    The CPU share is the tree's CPU time per second over the last ``CPU_WINDOW`` seconds,
-    reaped children included: a kernel that keeps more than ``Sandbox.max_cpus`` cores
-    busy (many processes, each in a session of its own, which the scheduler would treat
-    as so many users) would starve the other students' kernels into timeouts.
-
-    A kernel whose processes and threads reach ``Sandbox.max_processes`` is killed too: a
-    fork bomb stopped by RLIMIT_NPROC leaves that many copies of the kernel behind, and
-    what they go on to hold (how much memory each copy writes to) depends on the machine.
-    So the fate of a fork bomb is always "too many processes", never a race between the
-    copies and the memory limit. The last look, at shutdown, catches copies that outlived
-    their cell between two looks.
-
-    Without a control group, memory is the tree's resident memory, but pages that forked
-    processes share are counted once (proportional set size) before a breach is called:
-    resident sizes count them in every copy, and would kill a DataLoader's workers.
-
-    In a control group (``autograder.cgroups``) the machine's own kernel holds memory
-    (tmpfs pages included) and CPU, so the watchdog only keeps the wall clock, counts the
-    group's tasks and reports its OOM kills: it never walks the process tree, a scan of
-    all of /proc that, five times a second for each of a worker's two kernels, cost a
-    tenth of a CPU second per submission.
-    """
-
-    def __init__(self, pid: int, sandbox, events: list, group=None):
-        super().__init__(daemon=True, name=f"watchdog-{pid}")
-        self.pid, self.events, self.group = pid, events, group
-        self.memory_mb, self.wall_seconds = sandbox.memory_mb, sandbox.wall_seconds
-        self.max_processes = sandbox.max_processes
-        self.breached = False
-        # A control group caps the CPU itself; without one, a breach of the share kills.
-        self.max_cpus = 0 if group is not None else sandbox.max_cpus
-        self.stopped = threading.Event()
-        self.started_at = time.monotonic()
-        self.samples: list[tuple[float, float]] = []
-        self.relay: Relay | None = None  # a student's kernel: what the grader reads through
-
-    def restart_clock(self) -> None:
-        self.started_at = time.monotonic()
-        self.samples.clear()
-
-    def run(self) -> None:
-        while not self.stopped.wait(WATCH_INTERVAL):
-            cut_off = self._flood()
-            if cut_off:
-                self.breached = True
-                self.events.append(cut_off)
-                kill_tree(self.pid)
-                return
-            try:
-                root = psutil.Process(self.pid)
-                if root.status() == psutil.STATUS_ZOMBIE:
-                    return self._ended()
-                if self.group is not None:
-                    breach = self._oom() or self._processes(self.group.tasks()) or self._wall()
-                else:
-                    breach = self._breach([root] + root.children(recursive=True))
-            except psutil.NoSuchProcess:
-                return self._ended()
-            if breach:
-                self.breached = True
-                self.events.append(breach)
-                kill_tree(self.pid)
-                return
-
-    def last_look(self) -> None:
-        """Before the kernel's tree is killed at shutdown (the loop has stopped): record a
-        kernel that is at its process limit now."""
-        self.join(timeout=2 * WATCH_INTERVAL)
-        if self.breached or self.is_alive():
-            return
-        if self.group is not None:
-            count = self.group.tasks()
-        else:
-            try:
-                root = psutil.Process(self.pid)
-                count = _threads([root] + root.children(recursive=True))
-            except psutil.NoSuchProcess:
-                return
-        breach = self._processes(count)
-        if breach:
-            self.breached = True
-            self.events.append(breach)
-
-    def _flood(self) -> Event | None:
-        """The relay of a kernel still running ended: the kernel cannot be read any more
-        (it sent more than the grader takes from a kernel)."""
-        why = self.relay.ended() if self.relay is not None else None
-        if why is None or self.stopped.is_set():
-            return None
-        try:
-            if psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE:
-                return None  # the kernel ended first: its own end says why
-        except psutil.NoSuchProcess:
-            return None
-        return Event(Kind.FLOOD, reason=why)
-
-    def _processes(self, count: int) -> Event | None:
-        if self.max_processes and count >= self.max_processes:
-            return Event(Kind.PROCESSES, used=count, limit=self.max_processes)
-        return None
-
-    def _ended(self) -> None:
-        """The kernel ended on its own: say so if its control group's OOM killer did it."""
-        breach = self._oom()
-        if breach:
-            self.events.append(breach)
-
-    def _oom(self) -> Event | None:
-        if self.group is not None and self.group.oom_kills():
-            # Its control group ran out: memory it held where no process shows it too.
-            peak = max(self.group.peak_mb(), self.memory_mb)
-            return Event(Kind.MEMORY, used=peak, limit=self.memory_mb)
-        return None
-
-    def _wall(self) -> Event | None:
-        if self.wall_seconds and time.monotonic() - self.started_at > self.wall_seconds:
-            return Event(Kind.WALL, limit=self.wall_seconds)
-        return None
-
-    def _breach(self, procs) -> Event | None:
-        resident = cpu = threads = 0.0
-        for p in procs:
-            try:
-                with p.oneshot():
-                    threads += p.num_threads()
-                    resident += p.memory_info().rss
-                    t = p.cpu_times()
-                cpu += t.user + t.system + t.children_user + t.children_system
-            except psutil.NoSuchProcess:
-                pass
-        breach = self._processes(int(threads))
-        if breach:
-            return breach
-        used_mb = (resident + tmpfs_bytes([p.pid for p in procs])) / 1e6
-        if self.memory_mb and used_mb > self.memory_mb:
-            # Resident sizes count shared pages in every process: only a count that shares
-            # them out (a few ms a process, so only here) may call the breach.
-            used_mb += (_proportional(procs) - resident) / 1e6
-            if used_mb > self.memory_mb:
-                return Event(Kind.MEMORY, used=round(used_mb), limit=self.memory_mb)
-        breach = self._oom() or self._wall()
-        if breach:
-            return breach
-        now = time.monotonic()
-        self.samples.append((now, cpu))
-        while self.samples and now - self.samples[0][0] > CPU_WINDOW:
-            self.samples.pop(0)
-        first_time, first_cpu = self.samples[0]
-        if self.max_cpus and now - first_time >= CPU_WINDOW * 0.9:
-            share = (cpu - first_cpu) / (now - first_time)
-            if share > self.max_cpus:
-                return Event(Kind.CPU_SHARE, used=round(share, 1), limit=self.max_cpus)
-        return None
-
-
 class SandboxMixin(Configurable):
     """The parts shared by the async manager (nbclient) and the sync one (test kernel).
 
@@ -346,14 +128,14 @@ class SandboxMixin(Configurable):
     template = Unicode(
         "",
         help="A kind of kernel ('test', 'student'): start that kind's "
-        "template (autograder.kernel_template), which forks one kernel per "
+        "template (autograder.sandbox.kernel_template), which forks one kernel per "
         "request, instead of a kernel.",
     ).tag(config=True)
 
     relayed = Bool(
         False,
         help="Read the kernel only through a relay process of its own "
-        "(autograder.relay): a student's kernel.",
+        "(autograder.sandbox.relay): a student's kernel.",
     ).tag(config=True)
 
     _watchdog: Watchdog | None = None
@@ -415,7 +197,7 @@ class SandboxMixin(Configurable):
             sys.executable,
             "-I",
             "-m",
-            "autograder.kernel_entry",
+            "autograder.sandbox.kernel_entry",
             "-f",
             self.connection_file,
             *extra,

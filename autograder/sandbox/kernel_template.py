@@ -2,13 +2,13 @@
 runs a cell, and forks a fresh kernel for each submission.
 
 Two kinds (``PRELOAD``): a **test** kernel's template and a **student** kernel's template.
-Each runs inside its kernel's sandbox, after ``autograder.kernel_entry`` has applied the
+Each runs inside its kernel's sandbox, after ``autograder.sandbox.kernel_entry`` has applied the
 limits, dropped root and entered the second bubblewrap: its limits and identity are
 already the kernel's, and every child inherits them. It imports ipykernel, IPython,
 torch and NumPy (and, for a test kernel, the grader's trusted side), so that no kernel
 pays for them per submission (``import torch`` alone is about 1.6 CPU s).
 
-Contract (the host's side is ``autograder.testkernel``):
+Contract (the host's side is ``autograder.worker.trusted_kernel``):
 - The template says ``ready`` on its standard output (a pipe to the host) once it has
   imported what it preloads.
 - The host writes one request a line on the template's standard input, a JSON object
@@ -47,7 +47,7 @@ import shutil
 import signal
 import sys
 
-from autograder.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
+from autograder.sandbox.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
 
 _COMMON = (
     "ipykernel.kernelapp",
@@ -58,14 +58,14 @@ _COMMON = (
     "torch.nn",
     "torch.nn.functional",
     "torch.utils.data",
-    "autograder.plaindata",
+    "autograder.bridge.plaindata",
 )
 # What each kind of template imports before its first fork: what every kernel of that
 # kind imports (a student's notebook starts with ``import torch``; the bridge's student
 # side answers every test's call).
 PRELOAD = {
-    "test": _COMMON + ("autograder.test_side",),
-    "student": _COMMON + ("autograder.student_side",),
+    "test": _COMMON + ("autograder.bridge.trusted_side",),
+    "student": _COMMON + ("autograder.bridge.student_side",),
 }
 WRITABLE = ("/tmp", "/dev/shm")
 _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -4,7 +4,7 @@ The coordinator decides what to grade (content hash against the ledger), rejects
 cannot be graded (no notebook, invalid notebook) without starting a kernel, and sends
 the rest, as ``autograder.job.Job``s, to workers: a local process pool, or a Dask cluster
 (``scheduler``). Both are ``concurrent.futures`` executors and both run
-``autograder.worker.grade_job``: there is one path for what happens to a submission.
+``autograder.worker.worker.grade_job``: there is one path for what happens to a submission.
 Results come back as bytes, and only the coordinator writes the course folder and the
 gradebook (nbgrader's own SaveAutoGrades and AssignLatePenalties, so SQLite never has two
 writers), then the ledger. A worker that dies mid-job is replaced (by Dask, which runs
@@ -29,12 +29,15 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from autograder import fates, gradebooks, inbox, safefiles
+from autograder import fates
 from autograder.config import grading_config
+from autograder.coordinator import inbox
+from autograder.coordinator.ledger import Ledger
 from autograder.job import CourseFiles, Job, Result
-from autograder.ledger import Ledger
-from autograder.sandbox import Sandbox, unprivileged, unprivileged_problem
-from autograder.worker import grade_job, init_worker
+from autograder.sandbox import safefiles
+from autograder.sandbox.bubblewrap import Sandbox, unprivileged, unprivileged_problem
+from autograder.worker import gradebooks
+from autograder.worker.worker import grade_job, init_worker
 
 IN_FLIGHT_PER_WORKER = 3  # jobs sent ahead of results: bounds the coordinator's memory
 
@@ -343,7 +346,7 @@ def init_pool_worker(files_of_course: CourseFiles | None = None, stop=None) -> N
     # copy's folder to their test files (the source's data, no secret).
     os.umask(0o077)
     init_worker(files_of_course)
-    from autograder import worker
+    from autograder.worker import worker
 
     for folder in worker._PREPARED.values():
         folder.chmod(0o711)
@@ -364,17 +367,17 @@ def _quiet(*_) -> None:
 def _stop_when_told(stop) -> None:
     """Remove this worker's copies of the course and its test kernels' folders, end its
     test kernels (its student kernels die with it: PR_SET_PDEATHSIG), and exit."""
-    from autograder import testkernel, worker
+    from autograder.worker import trusted_kernel, worker
 
     stop.wait()
     _quiet()
     for folder in [*worker._SCRATCH.values(), *worker._PREPARED.values()]:
         shutil.rmtree(folder, ignore_errors=True)
-    for kernel in list(testkernel._TEMPLATES.values()):
+    for kernel in list(trusted_kernel._TEMPLATES.values()):
         with contextlib.suppress(Exception):
             km = kernel.km
             if km is not None and km.provisioner is not None and km.provisioner.pid:
-                testkernel.kill_tree(km.provisioner.pid)
+                trusted_kernel.kill_tree(km.provisioner.pid)
         if kernel.folder is not None:
             shutil.rmtree(kernel.folder, ignore_errors=True)
     os._exit(128 + signal.SIGTERM)
@@ -561,7 +564,7 @@ def _save_grades(
 
 
 def _replace(dest: Path, files: dict[str, bytes]) -> None:
-    from autograder.importers import replace_folder
+    from autograder.coordinator.importers import replace_folder
 
     if files or dest.exists():
         replace_folder(dest, files)

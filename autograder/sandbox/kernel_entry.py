@@ -1,12 +1,12 @@
-"""The one way a grading kernel starts: ``python -I -m autograder.kernel_entry -f CONN``.
+"""The one way a grading kernel starts: ``python -I -m autograder.sandbox.kernel_entry -f CONN``.
 
-Runs inside the sandbox (``autograder.sandbox``), before any code of the notebook:
+Runs inside the sandbox (``autograder.sandbox.bubblewrap``), before any code of the notebook:
 applies the rlimits passed in ``COURSE_GRADE_LIMITS`` (JSON), drops root to
 ``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root), enters the second
 bubblewrap named by ``COURSE_GRADE_NEST`` when set (a user namespace that allows no other;
 this module then runs again inside it), fills the working folder from the read-only
 staging folder, then hands over to ipykernel (or, for a test kernel's template, to
-``autograder.kernel_template``, which forks one kernel per submission). It imports nothing but the standard
+``autograder.sandbox.kernel_template``, which forks one kernel per submission). It imports nothing but the standard
 library before ipykernel: it runs twice for every student's kernel. ``-I`` keeps the working folder off ``sys.path`` until
 then, so a submitted ``ipykernel.py`` cannot run before the limits. Anything this module
 cannot do is fatal: a kernel without its limits must not run.
@@ -22,17 +22,17 @@ import sys
 
 LIMITS_ENV = "COURSE_GRADE_LIMITS"
 UID_ENV = "COURSE_GRADE_UID"
-# The bubblewrap to enter after dropping root (see autograder.sandbox).
+# The bubblewrap to enter after dropping root (see autograder.sandbox.bubblewrap).
 NEST_ENV = "COURSE_GRADE_NEST"
 # Outside the sandbox (course-grade --no-sandbox) the host names the two folders.
 DIRS_ENV = "COURSE_GRADE_DIRS"
 # Set to a kind ("test", "student"): become that kind of kernel's template
-# (``autograder.kernel_template``), not a kernel.
+# (``autograder.sandbox.kernel_template``), not a kernel.
 TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
 # A template's exit status when it had more than one thread before a fork.
 UNSAFE_TO_FORK = 3
 MB = 1024 * 1024
-# The sandbox's layout (``autograder.sandbox`` binds them): the kernel's working folder,
+# The sandbox's layout (``autograder.sandbox.bubblewrap`` binds them): the kernel's working folder,
 # in its tmpfs, and the read-only folder the host filled for it.
 WORK_DIR = "/tmp/work"
 STAGING_DIR = "/staging"
@@ -103,13 +103,13 @@ def main() -> None:
             sys.executable,
             "-I",
             "-m",
-            "autograder.kernel_entry",
+            "autograder.sandbox.kernel_entry",
             *sys.argv[1:],
         ]
         os.execv(nest, argv)
     kind = os.environ.pop(TEMPLATE_ENV, "")
     if kind:
-        from autograder import kernel_template
+        from autograder.sandbox import kernel_template
 
         kernel_template.serve(kind)
         return

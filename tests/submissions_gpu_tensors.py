@@ -7,7 +7,7 @@ the lesson prints them): full marks.
 
 Example, a class of submissions::
 
-    from tests.submissions import RELEASE, SOLUTIONS, MISTAKES, make_submission
+    from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, MISTAKES, make_submission
     notebooks = {"ada": make_submission(RELEASE, SOLUTIONS)}
     notebooks |= {name: make_submission(RELEASE, m.answers) for name, m in MISTAKES.items()}
 """

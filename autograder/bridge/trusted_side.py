@@ -3,8 +3,8 @@
 The test kernel runs the instructor's cells of the source notebook (set-up, checks and
 every test cell, hidden tests included) and never a line of the student's. Before each
 test cell, ``bind`` gives the notebook's answer names the values the student's kernel
-holds at that moment, fetched by name across the bridge (``autograder.protocol``) and
-decoded into values of this process (``autograder.plaindata``). An answer that is a
+holds at that moment, fetched by name across the bridge (``autograder.bridge.protocol``) and
+decoded into values of this process (``autograder.bridge.plaindata``). An answer that is a
 function becomes a ``StudentFunction``: calling it sends the arguments, as plain data, to
 the student's kernel, which runs the function there and sends back the result and any
 change the function made to its arguments. So a test compares only values this process
@@ -13,7 +13,7 @@ built, with its own, unpatched operations.
 
 from __future__ import annotations
 
-from autograder import plaindata, protocol
+from autograder.bridge import plaindata, protocol
 
 
 def ask(prompt: str) -> dict:
@@ -182,7 +182,7 @@ class StudentFunction:
 def plain_record(data) -> list[list]:
     """A record of copies as sent, checked: at most ``student_side.MAX_RECORD`` entries, each
     five short strings (op, devices, dtypes) and a count; anything else is not a record."""
-    from autograder.student_side import MAX_RECORD
+    from autograder.bridge.student_side import MAX_RECORD
 
     def entry(item) -> bool:
         return (

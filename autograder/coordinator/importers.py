@@ -34,10 +34,10 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
-from autograder import safefiles
 from autograder.config import exchange_config, file_limits, load_course_config
+from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
-from autograder.inbox import TIMESTAMP, expected_notebooks, valid_student_id
+from autograder.sandbox import safefiles
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
 NOTE = "note"  # a Problem's fate when it is no fate: a note against that student (a forgery)
@@ -534,8 +534,8 @@ def _remove_folder(dest: Path) -> None:
 
 def record_problems(course_root: Path, assignment: str, problems: list[Problem]) -> None:
     """Put import problems in the ledger, so the report gives those students a fate."""
+    from autograder.coordinator.ledger import Ledger
     from autograder.fates import Outcome
-    from autograder.ledger import Ledger
 
     ledger = Ledger(course_root, assignment)
     for student, fate, message in problems:

@@ -2,7 +2,7 @@
 ipykernel and torch, and no process ever holds two submissions' data.
 
 One template per grading thread (slot), uid and sandbox settings
-(``autograder.kernel_template``, kind ``student``): it runs in the student kernel's own
+(``autograder.sandbox.kernel_template``, kind ``student``): it runs in the student kernel's own
 sandbox, with its limits and its uid, has imported what every notebook imports, and has
 never run a cell. For each submission:
 
@@ -36,7 +36,9 @@ from pathlib import Path
 
 import psutil
 
-from autograder.kernel import (
+from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
+from autograder.sandbox.manager import (
     SOCKETS_IN_SANDBOX,
     SandboxedKernelManager,
     Watchdog,
@@ -44,8 +46,6 @@ from autograder.kernel import (
     discard,
     kill_tree,
 )
-from autograder.kernel_entry import UNSAFE_TO_FORK
-from autograder.sandbox import Sandbox
 
 _TEMPLATES: dict = {}
 
