@@ -116,6 +116,51 @@ def test_a_second_submissions_kernel_sees_nothing_of_the_first(tmp_path):
     assert texts == ["False False None False False ['second.txt']\n", "[]\n"]
 
 
+def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
+    """What an outside attacker did: an IPython startup file in folders made read-only
+    (HOME is /tmp), a locked folder in /dev/shm, a System V shared memory segment, and a
+    chain of processes that fork and exit, always a step ahead of a list of pids."""
+    plant = [
+        "import os, ctypes, time\n"
+        "start = '/tmp/.ipython/profile_default/startup'\n"
+        "os.makedirs(start, exist_ok=True)\n"
+        "open(start + '/00-x.py', 'w').write('STARTUP_RAN = True\\n')\n"
+        "os.chmod(start, 0o555); os.chmod('/tmp/.ipython/profile_default', 0o555)\n"
+        "os.makedirs('/dev/shm/locked/in'); open('/dev/shm/locked/in/f', 'w').write('x')\n"
+        "os.chmod('/dev/shm/locked/in', 0); os.chmod('/dev/shm/locked', 0o555)\n"
+        "print(ctypes.CDLL(None).shmget(0x5EED, 4096, 0o1600) >= 0)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    end = time.time() + 60\n"
+        "    while time.time() < end:\n"
+        "        if os.fork() != 0:\n"
+        "            os._exit(0)\n"
+        "        open('/tmp/chain', 'w').write(str(os.getpid()))\n"
+        "        time.sleep(0.002)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.5); print(os.path.exists('/tmp/chain'))",
+    ]
+    texts, _ = run(plant, staged(tmp_path, "first.txt", "A"))
+    assert texts == ["True\nTrue\n"]
+    harvest = [
+        "import os, time\n"
+        "time.sleep(1)\n"
+        "def parent(pid):\n"
+        "    return int([l for l in open(f'/proc/{pid}/status') if l.startswith('PPid')][0].split()[1])\n"
+        "mine, pid = set(), os.getpid()\n"
+        "while pid > 1:\n"
+        "    mine.add(pid); pid = parent(pid)\n"
+        "print(os.path.exists('/tmp/chain'), os.path.exists(start := '/tmp/.ipython/profile_default/startup/00-x.py'),\n"
+        "      os.listdir('/dev/shm'), len(open('/proc/sysvipc/shm').readlines()) - 1,\n"
+        "      'STARTUP_RAN' in globals(),\n"
+        "      [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine\n"
+        "       and os.stat('/proc/' + p).st_uid == os.getuid()])",
+    ]
+    texts, km = run(harvest, staged(tmp_path, "second.txt", "B"))
+    assert km.without_template is None
+    assert texts == ["False False [] 0 False []\n"], texts
+
+
 def test_no_kernel_can_read_or_write_its_templates_memory(tmp_path):
     probe = (
         "import os\n"

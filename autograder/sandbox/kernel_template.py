@@ -16,19 +16,23 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   transport, new ports and a new key for every child) and, optionally, the subfolder of
   the read-only staging folder that holds this submission's files. Only the grader
   holds that pipe.
-- For each request the template forks one child. The child empties the sandbox's
-  writable folders (``/tmp``, ``/dev/shm``: whatever an earlier child left), fills its
-  working folder from the staging folder, writes its connection file and becomes an
+- For each request the template first ends everything of the kernel before: it kills
+  every other process of its uid in the sandbox's pid namespace (but its own ancestors)
+  until none is left, empties the sandbox's writable folders (``/tmp``, ``/dev/shm``;
+  a folder made read-only is made writable first) and removes its System V IPC objects.
+  If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
+  in a new sandbox. Then it forks one child and says ``forked <pid>``. The child fills
+  its working folder from the staging folder, writes its connection file and becomes an
   ipykernel. It serves one submission and is killed by the host after it, with every
-  process it started (the host kills all of the template's tree but the template).
+  process it started.
 - When a child ends, the template says ``exit <pid> <status>`` on its standard output
   (the pid as the sandbox numbers it, the status as ``subprocess`` gives it), so that a
   kernel killed by its CPU limit is told apart from one that crashed.
 - Nothing of a child reaches the template or a later child: memory is the template's,
   copy-on-write; the template is not dumpable (``PR_SET_DUMPABLE`` 0), so no child,
-  which holds no capability, can ptrace it or open its ``/proc/<pid>/mem``; the files
-  are emptied before each child starts; the template never reads anything a child
-  wrote. A child can still signal the template (same uid, same pid namespace): that
+  which holds no capability, can ptrace it or open its ``/proc/<pid>/mem``; processes,
+  files and IPC objects are ended before each child starts; the template never reads
+  anything a child wrote. A child can still signal the template (same uid, same pid namespace): that
   stops only the template, and the host starts a new one. So no process ever holds two
   submissions' data.
 - Fork safety: the template starts no thread (torch's and OpenMP's pools, zmq contexts
@@ -46,6 +50,7 @@ import re
 import shutil
 import signal
 import sys
+import time
 
 from autograder.sandbox.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
 
@@ -70,6 +75,10 @@ PRELOAD = {
 WRITABLE = ("/tmp", "/dev/shm")
 _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PR_SET_DUMPABLE = 4
+IPC_RMID = 0
+_BASELINE: set[str] = set()  # what the sandbox put in WRITABLE: its mount points
+CHASE = 400  # looks at the pid namespace before a chain of forks is given up on
+CANNOT_CLEAN = 75  # the template's exit status when an earlier kernel left something
 
 
 def threads() -> int:
@@ -107,6 +116,7 @@ def serve(kind: str = "test") -> None:
         sys.stderr.write("kernel_template: could not make the template undumpable\n")
         os._exit(1)
     signal.signal(signal.SIGCHLD, _reap)
+    _BASELINE.update(*(_tree(folder) for folder in WRITABLE))  # before any kernel
     os.write(1, b"ready\n")  # to the host, on a pipe of its own
     while True:
         line = sys.stdin.buffer.readline()
@@ -121,12 +131,118 @@ def serve(kind: str = "test") -> None:
         if staging and not _STAGING_NAME.fullmatch(staging):
             sys.stderr.write("kernel_template: a staging folder must be a plain name\n")
             continue
-        if os.fork() == 0:
+        problem = _end_earlier_kernels()
+        if problem:  # the host sees the template end, and starts a new one (a new sandbox)
+            sys.stderr.write(f"kernel_template: {problem}; a new template must serve\n")
+            sys.stderr.flush()
+            os._exit(CANNOT_CLEAN)
+        pid = os.fork()
+        if pid == 0:
             try:
                 _become_kernel(request["connection"], staging)
             finally:
                 os._exit(1)
+        os.write(1, f"forked {pid}\n".encode())
     os._exit(0)
+
+
+def _end_earlier_kernels() -> str:
+    """Before a fork: no process of an earlier kernel left, and nothing it wrote in the
+    sandbox's writable folders or its System V IPC; else what is left, in words.
+
+    Every process of this uid in the sandbox's pid namespace but the template and its
+    ancestors (the unprivileged bubblewrap) is killed, and the namespace is looked at
+    again until two looks in a row find none. A chain of processes that fork and exit
+    can stay ahead of that for a while: if it does past ``CHASE`` looks, the template gives
+    up (the host then ends its whole sandbox, whose pid namespace takes every process
+    with it). A folder an earlier kernel made read-only is its own (same uid): it is
+    made writable again before it is emptied."""
+    if not _in_sandbox_pid_namespace():
+        return "not in a pid namespace of its own, where only kernels run as its uid"
+    keep = _ancestors()
+    quiet = 0
+    for _ in range(CHASE):
+        found = _other_processes(keep)
+        quiet = 0 if found else quiet + 1
+        if quiet == 2:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+    else:
+        return "processes of an earlier kernel kept starting new ones"
+    for folder in WRITABLE:
+        _empty(folder)
+        left = _tree(folder) - _BASELINE
+        if left:
+            return f"{folder} could not be emptied ({len(left)} left: {sorted(left)[:3]!r:.200})"
+    return _remove_ipc()
+
+
+def _in_sandbox_pid_namespace() -> bool:
+    """Whether pid 1 here is bubblewrap's: then this is the sandbox's pid namespace."""
+    try:
+        with open("/proc/1/cmdline", "rb") as f:
+            return os.path.basename(f.read().split(b"\0")[0]) == b"bwrap"
+    except OSError:
+        return False
+
+
+def _status(pid: int) -> dict:
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.split(":", 1) for line in f if ":" in line)
+
+
+def _ancestors() -> set[int]:
+    found, pid = set(), os.getpid()
+    while pid > 1:
+        found.add(pid)
+        try:
+            pid = int(_status(pid)["PPid"])
+        except (OSError, KeyError, ValueError):
+            break
+    return found
+
+
+def _other_processes(keep: set[int]) -> list[int]:
+    """Live processes of this uid in the pid namespace, but those in ``keep``."""
+    uid, found = os.getuid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in keep:
+            continue
+        try:
+            status = _status(int(name))
+        except OSError:
+            continue
+        if status.get("State", "").split()[:1] == ["Z"]:
+            continue
+        if int(status.get("Uid", "-1").split()[0]) == uid:
+            found.append(int(name))
+    return found
+
+
+def _remove_ipc() -> str:
+    """Remove every System V shared memory segment, message queue and semaphore set of
+    the sandbox's IPC namespace (a kernel's data would outlive it there)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    removers = {
+        "shm": lambda i: libc.shmctl(i, IPC_RMID, None),
+        "msg": lambda i: libc.msgctl(i, IPC_RMID, None),
+        "sem": lambda i: libc.semctl(i, 0, IPC_RMID),
+    }
+    for kind, remove in removers.items():
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                ids = [int(line.split()[1]) for line in f.readlines()[1:] if line.split()]
+        except OSError:
+            continue
+        for ipc_id in ids:
+            if remove(ipc_id) != 0:
+                return f"a System V IPC object ({kind} {ipc_id}) could not be removed"
+    return ""
 
 
 def _become_kernel(connection: dict, staging: str = "") -> None:
@@ -136,8 +252,6 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     os.dup2(null, 0)  # the template's requests and its pipe to the host are not the kernel's
     os.close(null)
     os.dup2(2, 1)  # the kernel's own output goes to the log, as any kernel's
-    for folder in WRITABLE:
-        _empty(folder)
     path = os.path.join(os.path.dirname(connection["ip"]), "kernel.json")
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -152,17 +266,47 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     kernelapp.launch_new_instance()
 
 
+def _tree(folder: str) -> set[str]:
+    """Every path under ``folder`` (never following a link)."""
+    found = set()
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        found.update(os.path.join(root, name) for name in dirs + files)
+    return found
+
+
 def _empty(folder: str) -> None:
-    """Remove everything in ``folder`` (never following a link)."""
+    """Remove everything in ``folder`` that was not there when the template started (the
+    sandbox's own mount points for its read-only files stay), never following a link;
+    every folder is made writable first: a kernel may have taken the write bit off its
+    own folders."""
+    _writable(folder)
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
+        if entry.path in _BASELINE:
+            if entry.is_dir(follow_symlinks=False):
+                _empty(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
         else:
             try:
                 os.unlink(entry.path)
             except OSError:
                 pass
+
+
+def _writable(folder: str) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.path not in _BASELINE:
+                try:
+                    os.chmod(entry.path, 0o700)
+                except OSError:
+                    continue
+            _writable(entry.path)

@@ -273,6 +273,7 @@ class SandboxMixin(Configurable):
         before is killed first, with every process it started: one child at a time."""
         self.end_forked_kernels()
         self.template_said()
+        forks = len(self.__dict__.get("_forked", []))
         stdin = self.provisioner.process.stdin
         request = {"connection": connection, **({"staging": staging} if staging else {})}
         stdin.write((json.dumps(request) + "\n").encode())
@@ -282,8 +283,19 @@ class SandboxMixin(Configurable):
             for k in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
         ]
         return await self._sockets_of(
-            connection["ip"], ports, "the forked kernel", skip=getattr(self, "_own_processes", None)
+            connection["ip"],
+            ports,
+            "the forked kernel",
+            skip=getattr(self, "_own_processes", None),
+            failed=lambda: self._fork_failed(forks),
         )
+
+    def _fork_failed(self, forks_before: int) -> bool:
+        """Whether the child the template forked for the latest request has ended (the
+        template says ``forked <pid>``, then ``exit <pid> <status>``)."""
+        exits = self.template_said()
+        forked = self.__dict__.get("_forked", [])
+        return len(forked) > forks_before and forked[-1] in exits
 
     def template_said(self) -> dict:
         """How the template's kernels ended, by their pid in the sandbox: what its
@@ -307,6 +319,8 @@ class SandboxMixin(Configurable):
             parts = line.split()
             if len(parts) == 3 and parts[0] == b"exit":
                 exits[int(parts[1])] = int(parts[2])
+            elif len(parts) == 2 and parts[0] == b"forked":
+                self.__dict__.setdefault("_forked", []).append(int(parts[1]))
         return exits
 
     def forked_kernel(self) -> psutil.Process | None:
@@ -373,10 +387,11 @@ class SandboxMixin(Configurable):
             self._watchdog.relay = self._relay
         return self._relay.ip
 
-    async def _sockets_of(self, inside: str, ports, what: str, skip=None) -> str:
+    async def _sockets_of(self, inside: str, ports, what: str, skip=None, failed=None) -> str:
         """The host path of ``inside`` (the kernel's ``ip`` in its sandbox) once a socket
-        exists there for every port; an error if the process exits or time runs out.
-        ``skip``: processes of the tree that are not the kernel (a template's own)."""
+        exists there for every port; an error if the process exits, ``failed()`` says the
+        kernel ended, or time runs out. ``skip``: processes of the tree that are not the
+        kernel (a template's own)."""
         deadline = time.monotonic() + SOCKET_WAIT
         root, namespace = None, 0
         while time.monotonic() < deadline:
@@ -388,7 +403,7 @@ class SandboxMixin(Configurable):
             if root is not None and all(_is_socket(f"{root}{inside}-{p}") for p in ports):
                 return f"{root}{inside}"
             process = getattr(self.provisioner, "process", None)
-            if process is not None and process.poll() is not None:
+            if (process is not None and process.poll() is not None) or (failed and failed()):
                 raise RuntimeError(f"{what} exited while starting: {self.start_log()}")
             await asyncio.sleep(0.01)  # the test kernel's fork goes on meanwhile
         raise RuntimeError(f"{what} made no sockets in {SOCKET_WAIT} s: {self.start_log()}")

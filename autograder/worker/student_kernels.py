@@ -38,6 +38,7 @@ import psutil
 
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
+from autograder.sandbox.kernel_template import CANNOT_CLEAN
 from autograder.sandbox.manager import (
     SOCKETS_IN_SANDBOX,
     SandboxedKernelManager,
@@ -48,6 +49,11 @@ from autograder.sandbox.manager import (
 )
 
 _TEMPLATES: dict = {}
+PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+
+
+class _Unclean(Exception):
+    """The template could not end everything of the kernel before: it has exited."""
 
 
 class TemplateUnusable(Exception):
@@ -93,7 +99,15 @@ class StudentTemplate:
 
     async def fork(self, connection: dict, staging: Path) -> tuple[str, psutil.Process, int]:
         """A new kernel on ``connection`` with the files of ``staging``: the host path of
-        its ``ip``, its process, and how many OOM kills its control group had before."""
+        its ``ip``, its process, and how many OOM kills its control group had before.
+        A template that could not end everything of the kernel before it (``CANNOT_CLEAN``)
+        is replaced by a new one, in a new sandbox, which forks the kernel instead."""
+        try:
+            return await self._fork(connection, staging)
+        except _Unclean:
+            return await self._fork(connection, staging)
+
+    async def _fork(self, connection: dict, staging: Path) -> tuple[str, psutil.Process, int]:
         if self.unusable:
             raise TemplateUnusable(self.unusable)
         if self.km is not None and not self._healthy():
@@ -109,6 +123,8 @@ class StudentTemplate:
         except Exception as exc:  # noqa: BLE001
             status = self.km.provisioner.process.poll() if self.km.provisioner else None
             self.close()
+            if status == CANNOT_CLEAN:
+                raise _Unclean() from None
             if status == UNSAFE_TO_FORK:
                 self.unusable = "its template had more than one thread, and forking it is not safe"
                 raise TemplateUnusable(self.unusable) from None
@@ -258,10 +274,13 @@ class ForkedKernelManager(SandboxedKernelManager):
             reason = "kernel templates are turned off (Sandbox.kernel_templates)"
         else:
             kept = template(self.config, self.uid, self.slot, self.extra_env)
+            ports = {name: getattr(self, name) for name in PORTS}
             try:
                 return await self._launch_forked(kept, sandbox)
             except TemplateUnusable as exc:
                 reason = str(exc)
+                for name, port in ports.items():  # those of the connection file it wrote
+                    setattr(self, name, port)
         self.without_template = reason
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
