@@ -1,4 +1,5 @@
-"""What the course's lesson notebooks import: device choice, measurements, the race, training.
+"""What the course's lesson notebooks import: device choice, measurements, the race,
+training, the input pipeline.
 
 Modules: ``device`` (pick cuda or cpu; on Colab without a GPU, say how to get one),
 ``measure`` (``torch.utils.benchmark`` timings and the verdict computed from them),
@@ -8,8 +9,11 @@ without running code), ``training`` (a small network trained on synthetic spiral
 its loss every N steps, and what those reads cost), ``training_widget`` (that training,
 live, as a widget), ``widget_access`` (accessible names for sliders), ``host_reads``
 (which lines of a loop read a value on the host), ``memory`` (what the weights,
-gradients and optimizer state take) and ``checkpoints`` (state dicts in memory, and one
-as a GPU saves it). Importing the package imports none of them, so it stays light.
+gradients and optimizer state take), ``checkpoints`` (state dicts in memory, and one
+as a GPU saves it), ``image_batches`` (synthetic image batches made on the CPU, and what
+each stage of feeding them to a device costs here), ``input_pipeline`` (the input
+pipeline of load, copy and compute as arithmetic) and ``pipeline_widget`` (its timeline
+as a widget). Importing the package imports none of them, so it stays light.
 """
 
 __version__ = "0.1.0"

@@ -110,8 +110,12 @@ def graded(tmp_path_factory):
     }
     # The folder import happens in the same command that grades.
     started = time.monotonic()
-    result = course_grade(course, "--folder", str(inputs["folder"]), "-j", "2")
+    log_file = tmp_path_factory.mktemp("logs") / "grading.log"
+    result = course_grade(
+        course, "--folder", str(inputs["folder"]), "-j", "2", "--log-file", str(log_file)
+    )
     before["seconds"] = time.monotonic() - started
+    before["log"] = log_file
     before["inbox"] = inputs["folder"]
     return course, cases, before, result
 
@@ -126,6 +130,18 @@ def test_batch_completes_with_a_fate_for_every_submission(graded):
     with open(course / "grades.csv", newline="") as f:
         listed = {row["student_id"] for row in csv.DictReader(f)}
     assert listed == {c.student for c in cases}  # every student, graded or not
+
+
+def test_the_log_file_holds_every_submission_and_nbgraders_own_lines(graded):
+    """course-grade --log-file: a line per graded submission from the coordinator, and
+    the workers' lines (nbgrader's own included), each naming its process."""
+    course, cases, before, _ = graded
+    text = before["log"].read_text()
+    for student, row in report(course).items():
+        if row["fate"] in ("graded", "timed out", "killed for memory", "too many processes"):
+            assert f"autograder.coordinator.grade INFO: {student}: {row['fate']}" in text, student
+    assert " autograder.nbgrader.Autograde." in text
+    assert "SpawnProcess" in text and "MainProcess" in text
 
 
 def test_every_score_and_fate(graded):

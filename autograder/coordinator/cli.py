@@ -24,6 +24,7 @@ import os
 import sys
 from pathlib import Path
 
+from autograder import logs
 from autograder.config import grading_config
 from autograder.coordinator import importers, inbox
 from autograder.coordinator.grade import (
@@ -121,6 +122,17 @@ def parse_args(argv):
         help="run student code WITHOUT bubblewrap (only for trusted submissions)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="log everything on stderr, nbgrader's own lines for each submission included",
+    )
+    p.add_argument(
+        "--log-file",
+        type=Path,
+        metavar="PATH",
+        help="append everything the grader and nbgrader log (every worker's too) to PATH",
+    )
     args = p.parse_args(argv)
     if args.all and (args.zip or args.folder):
         p.error("--zip and --folder import one assignment: name it instead of --all")
@@ -136,6 +148,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    logs.configure(args.debug, args.log_file.resolve() if args.log_file else None)
     course = args.course.resolve()
     try:
         status = run(args, course)

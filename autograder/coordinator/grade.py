@@ -16,6 +16,7 @@ recorded once, by digest.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import re
@@ -38,6 +39,8 @@ from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, unprivileged, unprivileged_problem
 from autograder.worker import gradebooks
 from autograder.worker.worker import grade_job, init_worker
+
+log = logging.getLogger(__name__)
 
 IN_FLIGHT_PER_WORKER = 3  # jobs sent ahead of results: bounds the coordinator's memory
 
@@ -448,6 +451,11 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
                     ).as_dict()
                 )
         if broken and restartable:
+            log.warning(
+                "a grading process died; %d submission(s) in flight are graded "
+                "again, one at a time",
+                len(running) + len(suspects),
+            )
             suspects.extend(job for job, _ in running.values())  # broken with it
             running.clear()
             executor.restart()
@@ -486,6 +494,15 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     preprocessors, into whatever gradebook the course uses."""
     outcome = dict(result.outcome)
     student = outcome["student_id"]
+    log.info(
+        "%s: %s, %s of %s points, %s s; %s",
+        student,
+        outcome.get("fate"),
+        outcome.get("score"),
+        outcome.get("max_score"),
+        outcome.get("seconds"),
+        "; ".join(outcome.get("details") or []) or "no details",
+    )
     autograded, feedback = dict(result.autograded), dict(result.feedback)
     extras = exchange_files(result)  # what nbgrader's release_feedback reads beside each page
     for files in (autograded, feedback):  # (generate_feedback copies autograded's to feedback)

@@ -7,6 +7,7 @@ It reads only /proc and the control group's own files: nothing a kernel could wr
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -16,6 +17,8 @@ import psutil
 
 from autograder.fates import Event, Kind
 from autograder.sandbox.relay import Relay
+
+log = logging.getLogger(__name__)
 
 WATCH_INTERVAL = 0.2
 CPU_WINDOW = 4.0  # seconds over which a kernel's CPU share is measured
@@ -128,6 +131,7 @@ class Watchdog(threading.Thread):
             if cut_off:
                 self.breached = True
                 self.events.append(cut_off)
+                log.info("kernel %d cut off: %s", self.pid, cut_off.reason)
                 kill_tree(self.pid)
                 return
             try:
@@ -143,6 +147,7 @@ class Watchdog(threading.Thread):
             if breach:
                 self.breached = True
                 self.events.append(breach)
+                log.info("kernel %d killed: %s", self.pid, breach)
                 kill_tree(self.pid)
                 return
 

@@ -27,6 +27,7 @@ the submission's details say why.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import shutil
 import subprocess
@@ -47,6 +48,8 @@ from autograder.sandbox.manager import (
     discard,
     kill_tree,
 )
+
+log = logging.getLogger(__name__)
 
 _TEMPLATES: dict = {}
 PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
@@ -124,6 +127,11 @@ class StudentTemplate:
             status = self.km.provisioner.process.poll() if self.km.provisioner else None
             self.close()
             if status == CANNOT_CLEAN:
+                log.info(
+                    "a student-kernel template could not end the kernel before it "
+                    "(uid %s): a new template in a new sandbox forks this one",
+                    self.uid,
+                )
                 raise _Unclean() from None
             if status == UNSAFE_TO_FORK:
                 self.unusable = "its template had more than one thread, and forking it is not safe"
@@ -204,6 +212,7 @@ class StudentTemplate:
             raise TemplateUnusable(self.unusable) from None
         self.km = km
         self.starts += 1
+        log.debug("student-kernel template started (uid %s, start %d)", self.uid, self.starts)
 
     def close(self) -> None:
         km, folder, self.km, self.folder = self.km, self.folder, None, None
@@ -282,6 +291,7 @@ class ForkedKernelManager(SandboxedKernelManager):
                 for name, port in ports.items():  # those of the connection file it wrote
                     setattr(self, name, port)
         self.without_template = reason
+        log.info("a student's kernel started without a template: %s", reason)
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
     async def _launch_forked(self, kept: StudentTemplate, sandbox: Sandbox) -> None:

@@ -31,12 +31,14 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import fates
+from autograder import fates, logs
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, gpu_devices, unprivileged
 from autograder.worker import execute, gradebooks, nbgrader_threads, student_kernels, trusted_kernel
+
+log = logging.getLogger(__name__)
 
 # The test kernel of slot N runs as uid_base + TEST_UID_OFFSET + N: never the uid of a
 # student kernel, so it counts against no student's process limit.
@@ -60,6 +62,7 @@ def init_worker(course_files: CourseFiles | None = None) -> None:
     # Ctrl-C is the coordinator's to handle (it says what was kept, then ends the workers).
     # A handler, not SIG_IGN, which the kernels this process starts would inherit.
     signal.signal(signal.SIGINT, lambda *_: None)
+    logs.configure_from_env()
     if course_files is not None:
         with contextlib.suppress(Exception):
             _prepared(course_files)
@@ -70,9 +73,11 @@ def grade_job(job: Job) -> Result:
     start = time.monotonic()
     scratch = _scratch()
     result = Result({})
+    log.debug("grading %s (%s)", job.student, job.course.assignment)
     try:
         outcome = _grade(job, scratch, result)
     except Exception as exc:  # the grader's own bug must not stop the batch
+        log.exception("the grader failed on %s", job.student)
         outcome = fates.Outcome(job.student, fates.ERROR, details=[f"{type(exc).__name__}: {exc}"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -337,11 +342,11 @@ def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
     buffer = io.StringIO()
     app = getattr(converters, converter)(coursedir=CourseDirectory(config=config), config=config)
     # A logger of this thread's own: two jobs in one process never share one's lines.
-    app.log = logging.getLogger(f"course-grade.{converter}.{threading.get_ident()}")
+    # (its lines reach course-grade --debug and --log-file through the autograder logger)
+    app.log = logging.getLogger(f"{logs.NBGRADER}.{converter}.t{threading.get_ident()}")
     handler = logging.StreamHandler(buffer)
     handler.setLevel(logging.WARNING)
     app.log.addHandler(handler)
-    app.log.propagate = False
     app.force = True
     if hasattr(app, "create_student"):
         app.create_student = True
