@@ -581,10 +581,9 @@ def _save_grades(
 
 
 def _replace(dest: Path, files: dict[str, bytes]) -> None:
-    from autograder.coordinator.importers import replace_folder
 
     if files or dest.exists():
-        replace_folder(dest, files)
+        safefiles.replace_folder(dest, files)
 
 
 def _zero_submission(course_root: Path, assignment: str, student: str) -> None:

@@ -24,7 +24,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -190,7 +189,7 @@ class SafeExchangeCollect(ExchangeCollect):
             _remove_folder(Path(dest))
             return
         files["timestamp.txt"] = Path(src).name.rsplit("+", 3)[2].encode()
-        replace_folder(Path(dest), files)
+        safefiles.replace_folder(Path(dest), files)
 
 
 def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
@@ -398,7 +397,7 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
             stamp = _timestamp(stamps[-1]) if stamps else None
             if stamp:
                 contents["timestamp.txt"] = stamp.encode()
-            replace_folder(folder, contents)
+            safefiles.replace_folder(folder, contents)
     return problems
 
 
@@ -507,21 +506,8 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
             problems.append((student, INVALID_NOTEBOOK, "not taken: " + "; ".join(refused[:3])))
             _remove_folder(course_root / "submitted" / student / assignment)
             continue
-        replace_folder(course_root / "submitted" / student / assignment, files)
+        safefiles.replace_folder(course_root / "submitted" / student / assignment, files)
     return problems
-
-
-def replace_folder(dest: Path, files: dict[str, bytes]) -> None:
-    """Make ``dest`` hold exactly ``files``: a new folder, then a rename over the old."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fresh = Path(tempfile.mkdtemp(prefix=".incoming-", dir=dest.parent))
-    shutil.rmtree(fresh)
-    safefiles.write_tree(fresh, files, mode=0o644 & ~safefiles.umask())  # as the user's umask says
-    if dest.is_symlink() or dest.is_file():
-        dest.unlink()
-    elif dest.exists():
-        shutil.rmtree(dest)
-    fresh.rename(dest)
 
 
 def _remove_folder(dest: Path) -> None:

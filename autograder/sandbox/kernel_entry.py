@@ -35,6 +35,8 @@ MB = 1024 * 1024
 # The sandbox's layout (``autograder.sandbox.bubblewrap`` binds them): the kernel's working folder,
 # in its tmpfs, and the read-only folder the host filled for it.
 WORK_DIR = "/tmp/work"
+# This module's name, as ``python -m`` takes it (it follows a move of the file).
+MODULE = __spec__.name if __spec__ is not None else __name__
 STAGING_DIR = "/staging"
 
 
@@ -103,7 +105,7 @@ def main() -> None:
             sys.executable,
             "-I",
             "-m",
-            "autograder.sandbox.kernel_entry",
+            MODULE,
             *sys.argv[1:],
         ]
         os.execv(nest, argv)

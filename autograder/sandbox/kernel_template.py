@@ -52,8 +52,10 @@ import signal
 import sys
 import time
 
+from autograder.bridge import plaindata
 from autograder.sandbox.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
 
+_BRIDGE = plaindata.__name__.rpartition(".")[0]  # the bridge's package (follows a move)
 _COMMON = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
@@ -63,14 +65,14 @@ _COMMON = (
     "torch.nn",
     "torch.nn.functional",
     "torch.utils.data",
-    "autograder.bridge.plaindata",
+    plaindata.__name__,
 )
 # What each kind of template imports before its first fork: what every kernel of that
 # kind imports (a student's notebook starts with ``import torch``; the bridge's student
 # side answers every test's call).
 PRELOAD = {
-    "test": _COMMON + ("autograder.bridge.trusted_side",),
-    "student": _COMMON + ("autograder.bridge.student_side",),
+    "test": _COMMON + (f"{_BRIDGE}.trusted_side",),
+    "student": _COMMON + (f"{_BRIDGE}.student_side",),
 }
 WRITABLE = ("/tmp", "/dev/shm")
 _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -46,7 +46,7 @@ from traitlets import Bool, Integer, List, Unicode, default
 from traitlets.config import Configurable
 
 from autograder.fates import Event
-from autograder.sandbox import cgroups
+from autograder.sandbox import cgroups, kernel_entry
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox.messages import BoundedSession
@@ -98,11 +98,17 @@ def die_with_grader():
     parent = os.getpid()
 
     def preexec() -> None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
+        die_with_parent(parent)
 
     return preexec
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """This process gets SIGKILL when its parent (the thread that started it) ends; with
+    ``parent``, it ends at once if that parent has ended already."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 class SandboxMixin(Configurable):
@@ -197,7 +203,7 @@ class SandboxMixin(Configurable):
             sys.executable,
             "-I",
             "-m",
-            "autograder.sandbox.kernel_entry",
+            kernel_entry.MODULE,
             "-f",
             self.connection_file,
             *extra,

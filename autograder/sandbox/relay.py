@@ -41,7 +41,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODULE = "autograder.sandbox.relay"
+MODULE = __spec__.name if __spec__ is not None else __name__  # for python -m; follows a move
 FLOODED = 3
 CUT = 4
 MAX_FRAMES = 1000

@@ -37,7 +37,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Unicode
 
 from autograder import fates
-from autograder.bridge import protocol, testplan
+from autograder.bridge import protocol, student_side, testplan
 from autograder.fates import Event, Kind
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.worker import trusted_kernel
@@ -61,8 +61,18 @@ def grade_id(cell) -> str:
 
 
 class Clock(dict):
-    """Seconds spent in each step of one run, for the report and the benchmark. A step
-    inside another (the student's functions, inside test cells) is not counted twice."""
+    """Seconds spent in each step of one run, for the report and the benchmark: a step
+    timed as it runs (``step``; a step inside another, the student's functions inside
+    test cells, is not counted twice), or the time since the last lap (``lap``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self[name] = round(now - self._last, 3)
+        self._last = now
 
     @contextlib.contextmanager
     def step(self, name: str):
@@ -300,7 +310,7 @@ class StudentBridge:
         if self.left <= 0:
             return protocol.failed("your functions already used this test's time")
         code = (
-            "__import__('autograder.bridge.student_side', fromlist=['_']).serve("
+            f"__import__({student_side.__name__!r}, fromlist=['_']).serve("
             f"get_ipython(), {prompt!r})"
         )
         kc = ex.kc

@@ -29,7 +29,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates
-from autograder.bridge import protocol
+from autograder.bridge import protocol, trusted_side
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
 from autograder.sandbox.manager import (
@@ -235,7 +235,7 @@ class Session:
             fetch = True  # an instructor's cell may have bound an answer name itself
         if fetch or self.plan.tests_rebind:
             await self.run_trusted(
-                "__import__('autograder.bridge.trusted_side', fromlist=['_']).bind(globals(), "
+                f"__import__({trusted_side.__name__!r}, fromlist=['_']).bind(globals(), "
                 f"{json.dumps(self.plan.answer_names)})",
                 "reading the answers",
                 bridge,
@@ -254,7 +254,7 @@ class Session:
         kernel's trusted side noted it (``trusted_side.TOO_COSTLY``); read through the
         execute reply's user expressions, which no student's text can fill."""
         expression = (
-            "__import__('json').dumps(__import__('autograder.bridge.trusted_side', "
+            f"__import__('json').dumps(__import__({trusted_side.__name__!r}, "
             "fromlist=['_']).TOO_COSTLY[:20])"
         )
         status, _ = await self.execute("", keep=False, expressions={"costly": expression})

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import fcntl
 import io
 import logging
@@ -36,6 +35,7 @@ from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, gpu_devices, unprivileged
+from autograder.sandbox.manager import die_with_parent
 from autograder.worker import execute, gradebooks, nbgrader_threads, student_kernels, trusted_kernel
 
 log = logging.getLogger(__name__)
@@ -55,10 +55,7 @@ def init_worker(course_files: CourseFiles | None = None) -> None:
     """Pool initializer: die with the coordinator; prepare the course before the first
     job. Never raises (a pool whose initializer fails is broken for good): a course that
     cannot be prepared is each job's fate instead."""
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    die_with_parent()  # the coordinator
     # Ctrl-C is the coordinator's to handle (it says what was kept, then ends the workers).
     # A handler, not SIG_IGN, which the kernels this process starts would inherit.
     signal.signal(signal.SIGINT, lambda *_: None)
@@ -108,7 +105,7 @@ def _scratch() -> Path:
 
 
 def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
-    clock = _Clock()
+    clock = execute.Clock()
     assignment = job.course.assignment
     course = scratch / "course"
     shutil.copytree(_prepared(job.course), course, symlinks=True)
@@ -139,16 +136,14 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     # (sanitize, restore the tests, save the grades, write the notebook).
     steps = record.get("seconds", {})
     if steps:
-        clock.laps["nbgrader's own steps"] = round(
-            clock.laps.pop("autograde") - sum(steps.values()), 3
-        )
-        clock.laps.update(steps)
+        clock["nbgrader's own steps"] = round(clock.pop("autograde") - sum(steps.values()), 3)
+        clock.update(steps)
     if not ok:
         return fates.Outcome(
             job.student,
             fates.ERROR,
             details=["nbgrader autograde failed: " + _tail(log)],
-            phases=clock.laps,
+            phases=dict(clock),
         )
     fate, details = fates.decide(events)
     feedback_ok, feedback_log = _run_nbgrader("GenerateFeedback", config)
@@ -169,7 +164,7 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
         if n.endswith(".html") and n[:-5] + ".ipynb" in result.autograded
     }
     score, max_score = _scores(config, assignment, job.student)
-    return fates.Outcome(job.student, fate, score, max_score, details, phases=clock.laps)
+    return fates.Outcome(job.student, fate, score, max_score, details, phases=dict(clock))
 
 
 def _prepared(course_files: CourseFiles) -> Path:
@@ -319,19 +314,6 @@ def _slot(uid_base: int) -> dict:
         _SLOTS[me] = slot
         return slot
     raise RuntimeError(f"more than {MAX_SLOTS} grading threads on this machine")
-
-
-class _Clock:
-    """Seconds per step, for the report and the benchmark's breakdown."""
-
-    def __init__(self):
-        self.laps: dict[str, float] = {}
-        self._last = time.monotonic()
-
-    def lap(self, name: str) -> None:
-        now = time.monotonic()
-        self.laps[name] = round(now - self._last, 3)
-        self._last = now
 
 
 def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
