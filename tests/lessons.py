@@ -77,6 +77,33 @@ def committed(unit: str) -> nbformat.NotebookNode:
     return nbformat.read(lesson(unit), as_version=4)
 
 
+@cache
+def executed_on_gpu(unit: str) -> nbformat.NotebookNode:
+    """The lesson, run top to bottom as it is, where a GPU is (the gpu-marked tests)."""
+    path = lesson(unit)
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
+    return nb
+
+
+def fixtures(unit: str, on_gpu: bool = False):
+    """A unit's lesson test module's fixtures, ``committed`` and ``executed`` (module
+    scope; ``on_gpu``: executed on the GPU): ``committed, executed = fixtures(UNIT)``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def committed_fixture():
+        return committed(unit)
+
+    @pytest.fixture(scope="module")
+    def executed_fixture():
+        return executed_on_gpu(unit) if on_gpu else executed(unit)
+
+    return committed_fixture, executed_fixture
+
+
 def deliberate_outputs(unit: str) -> dict[str, list[dict]]:
     """The only outputs the committed lesson keeps, by cell id, as the code makes them now.
     Rewrite them by pasting these into the notebook's cells (or run the cell and keep only

@@ -3,23 +3,11 @@ committed. What every lesson has is tested for every unit in test_lessons.py."""
 
 import re
 
-import pytest
-from lessons import cell_with, flat, markdown, printed
-from lessons import committed as committed_lesson
-from lessons import executed as executed_lesson
+from lessons import cell_with, fixtures, flat, markdown, printed
 from units import submissions
 
 UNIT = "gpu_data_loading"
-
-
-@pytest.fixture(scope="module")
-def committed():
-    return committed_lesson(UNIT)
-
-
-@pytest.fixture(scope="module")
-def executed():
-    return executed_lesson(UNIT)
+committed, executed = fixtures(UNIT)
 
 
 def test_the_batches_are_uint8_images_made_on_the_cpu(executed):

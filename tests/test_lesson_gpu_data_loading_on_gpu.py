@@ -1,33 +1,13 @@
 """The data loading lesson executed on a CUDA GPU (skipped where torch.cuda.is_available() is
 False): what it shows there instead of what it says a GPU would show."""
 
-import nbclient
-import nbformat
 import pytest
-from lessons import cell_with, printed
+from lessons import cell_with, fixtures, printed
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def executed(root):
-    path = root / "notebooks" / "gpu_data_loading.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
-    return nb
-
-
-def test_no_cell_errors_on_the_gpu(executed):
-    errors = [
-        o.evalue
-        for c in executed.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if o.output_type == "error"
-    ]
-    assert errors == []
+_, executed = fixtures("gpu_data_loading", on_gpu=True)
 
 
 def test_pin_memory_returns_a_pinned_copy(executed):

@@ -4,22 +4,11 @@ committed. What every lesson has is tested for every unit in test_lessons.py."""
 import re
 
 import pytest
-from lessons import cell_with, printed
-from lessons import committed as committed_lesson
-from lessons import executed as executed_lesson
+from lessons import cell_with, fixtures, printed
 from lessons import markdown as _markdown
 
 UNIT = "gpu_tensors"
-
-
-@pytest.fixture(scope="module")
-def committed():
-    return committed_lesson(UNIT)
-
-
-@pytest.fixture(scope="module")
-def executed():
-    return executed_lesson(UNIT)
+committed, executed = fixtures(UNIT)
 
 
 def test_tensor_py_prints_the_seeds_lines(executed):

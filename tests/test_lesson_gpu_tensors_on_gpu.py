@@ -2,9 +2,8 @@
 
 import re
 
-import nbclient
-import nbformat
 import pytest
+from lessons import fixtures
 
 from gpucourse import measure
 
@@ -14,14 +13,7 @@ pytestmark = pytest.mark.gpu
 FALLBACK_RATED_GB_S = measure.PCIE_LANE_GB_S[5] * 16
 
 
-@pytest.fixture(scope="module")
-def executed(root):
-    path = root / "notebooks" / "gpu_tensors.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
-    return nb
+_, executed = fixtures("gpu_tensors", on_gpu=True)
 
 
 def printed(nb, snippet):
@@ -33,17 +25,6 @@ def figure(text, label, unit):
     match = re.search(rf"{re.escape(label)}: ([\d.]+) {unit}", text)
     assert match, f"no line {label!r} in:\n{text}"
     return float(match.group(1))
-
-
-def test_no_cell_errors_on_the_gpu(executed):
-    errors = [
-        o.evalue
-        for c in executed.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if o.output_type == "error"
-    ]
-    assert errors == []
 
 
 def test_tensor_py_third_line_reads_cuda0(executed):

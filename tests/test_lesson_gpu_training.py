@@ -4,22 +4,11 @@ committed. What every lesson has is tested for every unit in test_lessons.py."""
 import re
 
 import pytest
-from lessons import cell_with, flat, markdown, printed
-from lessons import committed as committed_lesson
-from lessons import executed as executed_lesson
+from lessons import cell_with, fixtures, flat, markdown, printed
 from units import submissions
 
 UNIT = "gpu_training"
-
-
-@pytest.fixture(scope="module")
-def committed():
-    return committed_lesson(UNIT)
-
-
-@pytest.fixture(scope="module")
-def executed():
-    return executed_lesson(UNIT)
+committed, executed = fixtures(UNIT)
 
 
 def test_a_model_moves_in_place_and_a_tensor_must_be_assigned(executed):

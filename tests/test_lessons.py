@@ -14,6 +14,7 @@ from lessons import (
     committed,
     deliberate_outputs,
     executed,
+    executed_on_gpu,
     main_path_and_further,
     markdown,
     minutes,
@@ -63,17 +64,20 @@ def test_every_unit_has_its_lesson_source_and_release():
         assert (ROOT / "source" / unit / f"{unit}.ipynb").is_file()
 
 
-@pytest.mark.parametrize("unit", UNITS)
-def test_no_cell_errors(unit):
-    nb = executed(unit)
-    errors = [
+def _errors(nb) -> list:
+    return [
         (c.source[:60], o.ename, o.evalue)
         for c in nb.cells
         if c.cell_type == "code"
         for o in c.outputs
         if o.output_type == "error"
     ]
-    assert errors == []
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_no_cell_errors(unit):
+    nb = executed(unit)
+    assert _errors(nb) == []
     stderr = [
         (c.source[:60], o.text[:200])
         for c in nb.cells
@@ -82,6 +86,14 @@ def test_no_cell_errors(unit):
         if o.output_type == "stream" and o.name == "stderr"
     ]
     assert stderr == [], "a lesson cell wrote to stderr (a warning a learner would see)"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unit", UNITS)
+def test_no_cell_errors_on_the_gpu(unit):
+    """Each lesson as it is, on a CUDA GPU (its own GPU tests read what it showed)."""
+    nb = executed_on_gpu(unit)
+    assert _errors(nb) == []
 
 
 @pytest.mark.parametrize("unit", UNITS)
