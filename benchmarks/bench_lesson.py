@@ -45,7 +45,7 @@ def slider_change_ms(repeats=200):
     for i in range(repeats):
         start = time.perf_counter()
         race.steps.value = 2 + i % 60
-        assert race.result_text.startswith(f"{2 + i % 60} steps:")
+        assert race.status_text.startswith(f"{2 + i % 60} steps:")
         times.append((time.perf_counter() - start) * 1e3)
     return sorted(times)
 ms = slider_change_ms()
@@ -83,7 +83,7 @@ bare_steps_s = max(runs)
     """
 widget = TrainingWidget(max_steps=2000, read_every=10)
 start = time.perf_counter()
-await widget.train()
+await widget.play()
 wall = time.perf_counter() - start
 segment = widget.trainer.segment
 redraws = []
@@ -110,7 +110,7 @@ changes = []
 for i in range(200):
     start = time.perf_counter()
     timeline.workers.value = (i + 1) % 5
-    assert "a batch in steady state" in timeline.result_text
+    assert "a batch in steady state" in timeline.status_text
     changes.append((time.perf_counter() - start) * 1e3)
 changes.sort()
 start = time.perf_counter()

@@ -34,6 +34,7 @@ import ipywidgets as widgets
 
 from .figures import pipeline_fallback_html, pipeline_timeline_svg
 from .input_pipeline import Pipeline, Settings, Speeds, assumed_speeds
+from .lesson_widget import LessonWidget
 from .widget_access import named, slider_namer
 
 BATCHES = 8
@@ -46,10 +47,13 @@ def _look() -> dict:
     return {"style": {"description_width": "170px"}, "layout": widgets.Layout(width="460px")}
 
 
-class PipelineWidget:
+class PipelineWidget(LessonWidget):
     """Settings on the left of a pipeline, its timeline and its steady state on the right.
     ``measured`` (a :class:`Speeds` from ``image_batches.measure_speeds``) adds a toggle
-    between the made-up speeds and this machine's."""
+    between the made-up speeds and this machine's. The workers slider redraws when it is
+    let go (a redraw computes the whole timeline)."""
+
+    css = "pipeline"
 
     def __init__(
         self,
@@ -63,7 +67,6 @@ class PipelineWidget:
             self.speeds["measured"] = measured
         self.seconds_per_frame = seconds_per_frame
         self.revealed = False  # the lesson asks for a prediction before the first result
-        self._task = None
 
         self.mode = widgets.ToggleButtons(
             options=[("assumed speeds", "assumed"), ("measured on this machine", "measured")],
@@ -91,24 +94,24 @@ class PipelineWidget:
         )
         self.run = widgets.Button(description="Run", button_style="primary")
         self.timeline = widgets.HTML()
-        self.result = widgets.HTML()
+        self.status = widgets.HTML()
         self.rule = widgets.HTML()
         controls = [self.mode] if measured is not None else []
         controls += [self.workers, self.pinned, self.side_stream, self.dtype, self.run]
-        self.view = widgets.VBox(controls + [self.timeline, self.result, self.rule, slider_namer()])
-        for widget, name in [
-            (self.view, "pipeline"),
-            (self.mode, "pipeline-speeds"),
-            (self.workers, "pipeline-workers"),
-            (self.pinned, "pipeline-pinned"),
-            (self.side_stream, "pipeline-stream"),
-            (self.dtype, "pipeline-dtype"),
-            (self.run, "pipeline-run"),
-            (self.timeline, "pipeline-timeline"),
-            (self.result, "pipeline-result"),
-            (self.rule, "pipeline-rule"),
-        ]:
-            widget.add_class(name)
+        self.view = widgets.VBox(controls + [self.timeline, self.status, self.rule, slider_namer()])
+        self._name_parts(
+            {
+                "speeds": self.mode,
+                "workers": self.workers,
+                "pinned": self.pinned,
+                "stream": self.side_stream,
+                "dtype": self.dtype,
+                "run": self.run,
+                "timeline": self.timeline,
+                "result": self.status,
+                "rule": self.rule,
+            }
+        )
 
         for control in (self.mode, self.workers, self.pinned, self.side_stream, self.dtype):
             control.observe(self._on_change, names="value")
@@ -129,14 +132,6 @@ class PipelineWidget:
             dtype=self.dtype.value,
         )
 
-    @property
-    def result_text(self) -> str:
-        return self._result_text
-
-    @property
-    def playing(self) -> bool:
-        return self._task is not None and not self._task.done()
-
     # -- playing ----------------------------------------------------------------------------
     async def play(self, seconds_per_frame: float | None = None) -> None:
         """Draw the batches going through, frame by frame, then show the steady state."""
@@ -145,7 +140,7 @@ class PipelineWidget:
         end = max(span.end for span in pipeline.spans(BATCHES))
         self.run.disabled = True
         try:
-            self._set_result("running…")
+            self._set_status("running…")
             for frame in range(FRAMES + 1):
                 self.timeline.value = pipeline_timeline_svg(pipeline, BATCHES, end * frame / FRAMES)
                 await asyncio.sleep(pause)
@@ -157,26 +152,12 @@ class PipelineWidget:
         """The last frame at once: for scripts, tests and benchmarks."""
         self._finish()
 
-    def _on_run(self, _button=None) -> None:
-        if self.playing:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.play_now()
-            return
-        self.run.disabled = True  # at once, not when the task first runs
-        self._task = loop.create_task(self.play())
-
     def _finish(self) -> None:
         self.revealed = True
         self._redraw()
 
     def _on_change(self, _change) -> None:
-        if self.playing:
-            self._task.cancel()  # play()'s finally gives the button back
-        self._task = None
-        self.run.disabled = False
+        self._cancel()
         self._redraw()
 
     # -- drawing ------------------------------------------------------------------------------
@@ -185,25 +166,24 @@ class PipelineWidget:
         self.rule.value = _rule_html(pipeline)
         if not self.revealed:
             self.timeline.value = pipeline_timeline_svg(pipeline, BATCHES, until=0.0)
-            self._set_result(
+            self._set_status(
                 f"{_settings_words(pipeline.settings)}: predict the time per batch "
                 "and the bottleneck, then press Run."
             )
             return
         self.timeline.value = pipeline_timeline_svg(pipeline, BATCHES)
         end = max(span.end for span in pipeline.spans(BATCHES))
-        self._set_result(
+        self._set_status(
             f"{BATCHES} batches in {end:.3g} ms · {pipeline.summary()} ({pipeline.speeds.name})."
         )
 
-    def _set_result(self, text: str) -> None:
-        self._result_text = text
-        self.result.value = f'<div role="status"><b>{escape(text)}</b></div>'
-
     # -- display --------------------------------------------------------------------------------
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        """The live widget, plus, for GitHub and nbviewer, what it shows and the question,
-        with the answers folded away: a saved notebook must not answer the prediction."""
+    def _plain_text(self) -> str:
+        return "PipelineWidget: the input pipeline's timeline; it runs in a running notebook."
+
+    def _fallback_html(self) -> str:
+        """What it shows and the question, with the answers folded away: a saved notebook
+        must not answer the prediction."""
         speeds = assumed_speeds()
         cases = [
             ("0 workers, pageable, float32 (the defaults)", Settings()),
@@ -218,15 +198,7 @@ class PipelineWidget:
             ),
         ]
         pipelines = [(label, Pipeline(speeds, s)) for label, s in cases]
-        return {
-            "text/plain": "PipelineWidget: the input pipeline's timeline; it runs in a running notebook.",
-            "text/html": pipeline_fallback_html(pipelines, pipelines[-1][1]),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.view.model_id,
-            },
-        }
+        return pipeline_fallback_html(pipelines, pipelines[-1][1])
 
 
 def _settings_words(settings: Settings) -> str:

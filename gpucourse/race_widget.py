@@ -17,7 +17,7 @@ Stable CSS classes, for browser tests and styling:
 ``race-run``       the "Run" button
 ``race-lane-cpu``  the CPU lane (orange #E69F00, labelled "CPU")
 ``race-lane-gpu``  the GPU lane (blue #0072B2, labelled "GPU")
-``race-result``    the result line: both totals and the winner
+``race-result``    the status line: both totals and the winner
 ``race-rule``      how the totals are computed, and where the speeds came from
 =================  ==========================================================
 
@@ -32,6 +32,7 @@ from html import escape
 import ipywidgets as widgets
 
 from .figures import CPU_COLOUR, GPU_COLOUR, race_fallback_html
+from .lesson_widget import LessonWidget
 from .race import Race, steps_phrase
 from .widget_access import NAME_SLIDERS_JS, named, slider_namer  # noqa: F401 (re-exported)
 
@@ -41,12 +42,15 @@ MAX_FRAMES = 120  # about 4 s for the longest race
 _STRIPES = f"repeating-linear-gradient(45deg, {GPU_COLOUR} 0 5px, #a9cfe8 5px 10px)"
 
 
-class RaceWidget:
-    """The race with a Steps slider, a Run button, two lanes and a result line.
+class RaceWidget(LessonWidget):
+    """The race with a Steps slider, a Run button, two lanes and a status line.
 
     ``measured`` (a :class:`Race` from ``StepTimes.race()``) adds a toggle between
-    the seed's made-up ticks and speeds measured on this machine.
+    the seed's made-up ticks and speeds measured on this machine. The Steps slider
+    redraws as it moves (``continuous_update``): a frame costs a fraction of a ms.
     """
+
+    css = "race"
 
     def __init__(
         self,
@@ -62,7 +66,6 @@ class RaceWidget:
         self.race = self.races["ticks"]
         self.seconds_per_frame = seconds_per_frame
         self.revealed = False  # the seed asks for a prediction before the first result
-        self._task = None
 
         self.steps = named(
             widgets.IntSlider(
@@ -72,7 +75,7 @@ class RaceWidget:
         self.run = widgets.Button(description="Run", button_style="primary")
         self.cpu = widgets.HTML()
         self.gpu = widgets.HTML()
-        self.result = widgets.HTML()
+        self.status = widgets.HTML()
         self.rule = widgets.HTML()
         self.mode = widgets.ToggleButtons(
             options=[("made-up ticks", "ticks"), ("measured speeds", "measured")],
@@ -83,35 +86,26 @@ class RaceWidget:
         controls = [self.mode] if measured is not None else []
         controls.append(widgets.HBox([self.steps, self.run]))
         self.view = widgets.VBox(
-            controls + [self.cpu, self.gpu, self.result, self.rule, self._name_sliders]
+            controls + [self.cpu, self.gpu, self.status, self.rule, self._name_sliders]
         )
-        for widget, name in [
-            (self.view, "race"),
-            (self.mode, "race-mode"),
-            (self.steps, "race-steps"),
-            (self.run, "race-run"),
-            (self.cpu, "race-lane-cpu"),
-            (self.gpu, "race-lane-gpu"),
-            (self.result, "race-result"),
-            (self.rule, "race-rule"),
-        ]:
-            widget.add_class(name)
+        self._name_parts(
+            {
+                "mode": self.mode,
+                "steps": self.steps,
+                "run": self.run,
+                "lane-cpu": self.cpu,
+                "lane-gpu": self.gpu,
+                "result": self.status,
+                "rule": self.rule,
+            }
+        )
 
         self.steps.observe(self._on_steps, names="value")
         self.mode.observe(self._on_mode, names="value")
         self.run.on_click(self._on_run)
-        self._set_result("Press Run.")
+        self._set_status("Press Run.")
         self._draw_rule()
         self._draw_start()
-
-    # -- what tests and the notebook read --------------------------------------------
-    @property
-    def result_text(self) -> str:
-        return self._result_text
-
-    @property
-    def playing(self) -> bool:
-        return self._task is not None and not self._task.done()
 
     # -- playing ------------------------------------------------------------------------
     async def play(self, seconds_per_frame: float | None = None) -> None:
@@ -120,7 +114,7 @@ class RaceWidget:
         steps = self.steps.value
         self.run.disabled = True
         try:
-            self._set_result(f"{steps_phrase(steps)}: racing…")
+            self._set_status(f"{steps_phrase(steps)}: racing…")
             for t in self.race.frame_times(steps, MAX_FRAMES):
                 self._draw(steps, t)
                 await asyncio.sleep(pause)
@@ -139,46 +133,29 @@ class RaceWidget:
         finally:
             self.run.disabled = False
 
-    def _on_run(self, _button=None) -> None:
-        if self.playing:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.play_now()
-            return
-        self.run.disabled = True  # at once, not when the task first runs
-        self._task = loop.create_task(self.play())
-
     def _finish(self, steps: int) -> None:
         self.revealed = True
         self._draw(steps, max(self.race.cpu_total(steps), self.race.gpu_total(steps)))
-        self._set_result(self.race.result_line(steps))
+        self._set_status(self.race.result_line(steps))
 
     # -- reacting to the controls -------------------------------------------------------
     def _on_steps(self, change) -> None:
-        self._stop()
+        self._cancel()
         steps = change["new"]
         if self.revealed:
             self._finish(steps)
         else:
             self._draw_start()
-            self._set_result(f"{steps_phrase(steps)}: predict the winner, then press Run.")
+            self._set_status(f"{steps_phrase(steps)}: predict the winner, then press Run.")
 
     def _on_mode(self, change) -> None:
-        self._stop()
+        self._cancel()
         self.race = self.races[change["new"]]
         self._draw_rule()
         if self.revealed:
             self._finish(self.steps.value)
         else:
             self._draw_start()
-
-    def _stop(self) -> None:
-        if self.playing:
-            self._task.cancel()  # play()'s finally gives the button back
-        self._task = None
-        self.run.disabled = False
 
     # -- drawing ---------------------------------------------------------------------------
     def _draw_start(self) -> None:
@@ -210,26 +187,17 @@ class RaceWidget:
         ]
         self.gpu.value = _lane_html("GPU", gpu_state, race.format(gpu.elapsed), segments, t, scale)
 
-    def _set_result(self, text: str) -> None:
-        self._result_text = text
-        self.result.value = f'<div role="status"><b>{escape(text)}</b></div>'
-
     # -- display ---------------------------------------------------------------------------
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        """The live widget, plus, for GitHub and nbviewer, the race's rules with its
-        table and chart folded away: a saved notebook must not answer the prediction."""
-        return {
-            "text/plain": (
-                f"RaceWidget: the copy-versus-compute race, {steps_phrase(self.steps.value)};"
-                " it plays in a running notebook."
-            ),
-            "text/html": race_fallback_html(self.races["ticks"]),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.view.model_id,
-            },
-        }
+    def _plain_text(self) -> str:
+        return (
+            f"RaceWidget: the copy-versus-compute race, {steps_phrase(self.steps.value)};"
+            " it plays in a running notebook."
+        )
+
+    def _fallback_html(self) -> str:
+        """The race's rules with its table and chart folded away: a saved notebook must
+        not answer the prediction."""
+        return race_fallback_html(self.races["ticks"])
 
 
 def _lane_html(name: str, state: str, elapsed: str, segments, t: float, scale: float) -> str:

@@ -8,7 +8,9 @@ The kernel stays free while it trains: Train starts an asyncio task on the kerne
 running event loop, which runs steps for about ``chunk_seconds``, redraws, and yields, so
 Stop and the sliders are handled between chunks. A slider moved while training applies
 from the next step, and starts a new row of measured speeds. Without a running loop (a
-script, a test) Train runs every step at once; tests can also ``await widget.train()``.
+script, a test) Train runs every step at once; tests can also ``await widget.play()`` or
+call ``widget.play_now()``. The vocabulary (``run``, ``stop``, ``status``, ``playing``) is
+``gpucourse.lesson_widget``'s, shared by every widget of the course.
 
 Stable CSS classes, for browser tests and styling:
 
@@ -40,6 +42,7 @@ from html import escape
 import ipywidgets as widgets
 
 from .figures import CPU_COLOUR, GPU_COLOUR, loss_curve_svg, training_fallback_html
+from .lesson_widget import LessonWidget
 from .training import GpuModel, Trainer, make_network, parameter_count
 from .widget_access import named, slider_namer
 
@@ -54,10 +57,13 @@ def _slider_look() -> dict:
     return {"style": {"description_width": "210px"}, "layout": widgets.Layout(width="520px")}
 
 
-class TrainingWidget:
+class TrainingWidget(LessonWidget):
     """Read-every and batch-size sliders, Train and Stop, a live status line, the loss
     curve and a table of measured speeds. Each press of Train trains a fresh network (the
-    same seed) for up to ``max_steps`` steps on ``device``."""
+    same seed) for up to ``max_steps`` steps on ``device``. The sliders act when let go:
+    a change restarts the measured speeds."""
+
+    css = "training"
 
     def __init__(
         self,
@@ -76,7 +82,6 @@ class TrainingWidget:
         self.gpu_model = gpu_model or GpuModel()
         self.trainer: Trainer | None = None
         self.rows: list = []  # measured segments of finished runs, then the current run's
-        self._task = None
         self._stop_asked = False
 
         self.read_every = named(
@@ -98,8 +103,8 @@ class TrainingWidget:
                 **_slider_look(),
             )
         )
-        self.train_button = widgets.Button(description="Train", button_style="primary")
-        self.stop_button = widgets.Button(description="Stop", disabled=True)
+        self.run = widgets.Button(description="Train", button_style="primary")
+        self.stop = widgets.Button(description="Stop", disabled=True)
         self.status = widgets.HTML()
         self.curve = widgets.HTML()
         self.speeds = widgets.HTML()
@@ -117,7 +122,7 @@ class TrainingWidget:
             [
                 self.read_every,
                 self.batch,
-                widgets.HBox([self.train_button, self.stop_button]),
+                widgets.HBox([self.run, self.stop]),
                 self.status,
                 self.curve,
                 self.mode,
@@ -126,38 +131,30 @@ class TrainingWidget:
                 slider_namer(),
             ]
         )
-        for widget, name in [
-            (self.view, "training"),
-            (self.read_every, "training-read-every"),
-            (self.batch, "training-batch"),
-            (self.train_button, "training-train"),
-            (self.stop_button, "training-stop"),
-            (self.status, "training-status"),
-            (self.curve, "training-curve"),
-            (self.speeds, "training-speeds"),
-            (self.mode, "training-mode"),
-            (self.modelled, "training-modelled"),
-        ]:
-            widget.add_class(name)
+        self._name_parts(
+            {
+                "read-every": self.read_every,
+                "batch": self.batch,
+                "train": self.run,
+                "stop": self.stop,
+                "status": self.status,
+                "curve": self.curve,
+                "speeds": self.speeds,
+                "mode": self.mode,
+                "modelled": self.modelled,
+            }
+        )
 
         self.read_every.observe(self._on_read_every, names="value")
         self.batch.observe(self._on_batch, names="value")
         self.mode.observe(self._on_mode, names="value")
-        self.train_button.on_click(self._on_train)
-        self.stop_button.on_click(self._on_stop)
+        self.run.on_click(self._on_run)
+        self.stop.on_click(self._on_stop)
         self._set_status(self._ready_text())
         self._draw()
         self._draw_modelled()
 
     # -- what tests and the notebook read ---------------------------------------------
-    @property
-    def training(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    @property
-    def status_text(self) -> str:
-        return self._status_text
-
     @property
     def modelled_text(self) -> str:
         """The modelled GPU's speeds for the sliders' setting ("" in the measured mode)."""
@@ -166,7 +163,7 @@ class TrainingWidget:
         return self.gpu_model.sentence(self.read_every.value, self.batch.value)
 
     # -- training -----------------------------------------------------------------------
-    async def train(self, pause: float = 0.01) -> None:
+    async def play(self, pause: float = 0.01) -> None:
         """Train a fresh network until Stop or ``max_steps``, redrawing after each chunk."""
         self._start()
         try:
@@ -179,7 +176,7 @@ class TrainingWidget:
         finally:
             self._finish()
 
-    def train_now(self, steps: int | None = None) -> None:
+    def play_now(self, steps: int | None = None) -> None:
         """Train a fresh network for ``steps`` steps (default ``max_steps``) at once, with
         no pauses: for scripts, tests and benchmarks."""
         self._start()
@@ -197,32 +194,23 @@ class TrainingWidget:
             read_every=self.read_every.value,
             seed=self.seed,
         )
-        self.train_button.disabled, self.stop_button.disabled = True, False
+        self._started()
+
+    def _started(self) -> None:  # Stop works from the moment Train is pressed
+        self.run.disabled, self.stop.disabled = True, False
 
     def _finish(self) -> None:
-        self.train_button.disabled, self.stop_button.disabled = False, True
+        self.run.disabled, self.stop.disabled = False, True
         how = "stopped" if self._stop_asked else "done"
         self._stop_asked = False  # kept until now: a Stop pressed before the task began counts
         self._draw(ending=how)
-
-    def _on_train(self, _button=None) -> None:
-        if self.training:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.train_now()
-            return
-        # At once, not when the task first runs: Stop works from the moment Train is pressed.
-        self.train_button.disabled, self.stop_button.disabled = True, False
-        self._task = loop.create_task(self.train())
 
     def _on_stop(self, _button=None) -> None:
         self._stop_asked = True  # the task ends after its current chunk
 
     def _on_read_every(self, change) -> None:
         self._draw_modelled()
-        if self.trainer is not None and self.training:
+        if self.trainer is not None and self.playing:
             self.trainer.set_read_every(change["new"])
             self._draw()
         else:
@@ -230,7 +218,7 @@ class TrainingWidget:
 
     def _on_batch(self, change) -> None:
         self._draw_modelled()
-        if self.trainer is not None and self.training:
+        if self.trainer is not None and self.playing:
             self.trainer.set_batch_size(change["new"])
             self._draw()
         else:
@@ -285,23 +273,14 @@ class TrainingWidget:
         )
         self.speeds.value = _speeds_html((self.rows + trainer.finished_segments())[-SPEED_ROWS:])
 
-    def _set_status(self, text: str) -> None:
-        self._status_text = text
-        self.status.value = f'<div role="status"><b>{escape(text)}</b></div>'
-
     # -- display --------------------------------------------------------------------------
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        """The live widget, plus, for GitHub and nbviewer, what it does and the question,
-        with no measured figure: a saved notebook's speeds would be one machine's."""
-        return {
-            "text/plain": "TrainingWidget: trains a small network live in a running notebook.",
-            "text/html": training_fallback_html(parameter_count(make_network())),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.view.model_id,
-            },
-        }
+    def _plain_text(self) -> str:
+        return "TrainingWidget: trains a small network live in a running notebook."
+
+    def _fallback_html(self) -> str:
+        """What it does and the question, with no measured figure: a saved notebook's
+        speeds would be one machine's."""
+        return training_fallback_html(parameter_count(make_network()))
 
 
 def _speeds_html(segments) -> str:

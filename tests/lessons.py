@@ -34,7 +34,7 @@ print(measured.crossover_sentence())
     # The lesson's training widget trains, in the lesson's own kernel, on its device.
     "gpu_training": """
 trainer.max_steps = 300
-await trainer.train(pause=0)
+await trainer.play(pause=0)
 print(trainer.status_text)
 print(trainer.trainer.device, len(trainer.trainer.readings))
 """,
@@ -42,9 +42,9 @@ print(trainer.trainer.device, len(trainer.trainer.readings))
     "gpu_data_loading": """
 timeline.mode.value = "measured"
 timeline.play_now()
-print(timeline.result_text)
+print(timeline.status_text)
 timeline.mode.value = "assumed"
-print(timeline.result_text)
+print(timeline.status_text)
 """,
 }
 

@@ -163,7 +163,7 @@ for _ in range(600):  # at most 30 s
     if not race.playing:
         break
     await asyncio.sleep(0.05)
-print(race.result_text)
+print(race.status_text)
 print(race.cpu.value)
 print(race.gpu.value)
 print(race.run.disabled)"""
@@ -212,22 +212,22 @@ def test_lesson_runs_on_colabs_stack_and_its_race_plays_from_python(
 
 DRIVE_TRAINING = """\
 trainer.max_steps = 100_000
-trainer.train_button.click()
-print(trainer.training, trainer.train_button.disabled, trainer.stop_button.disabled)"""
+trainer.run.click()
+print(trainer.playing, trainer.run.disabled, trainer.stop.disabled)"""
 
 FINISH_TRAINING = """\
 import asyncio
 await asyncio.sleep(0.5)
 trainer.read_every.value = 1       # mid-run: a new row of measured speeds
 await asyncio.sleep(0.5)
-trainer.stop_button.click()
+trainer.stop.click()
 for _ in range(200):               # at most 10 s
-    if not trainer.training:
+    if not trainer.playing:
         break
     await asyncio.sleep(0.05)
 print(trainer.status_text)
 print(trainer.speeds.value.count("<tr><td>cpu</td>"), "<polyline" in trainer.curve.value)
-print(trainer.train_button.disabled, trainer.stop_button.disabled)"""
+print(trainer.run.disabled, trainer.stop.disabled)"""
 
 
 @pytest.mark.slow
@@ -262,7 +262,7 @@ for _ in range(600):  # at most 30 s
     if not timeline.playing:
         break
     await asyncio.sleep(0.05)
-print(timeline.result_text)
+print(timeline.status_text)
 print("load, worker 3" in timeline.timeline.value, timeline.run.disabled)"""
 
 

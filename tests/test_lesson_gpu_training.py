@@ -131,7 +131,7 @@ def test_the_widget_trains_in_the_lessons_kernel_with_measured_speeds(executed):
     assert "application/vnd.jupyter.widget-view+json" in output.data
     assert 'class="training-fallback"' in output.data["text/html"]
     status, readings = (
-        printed(cell_with(executed, "await trainer.train(pause=0)")).strip().split("\n")
+        printed(cell_with(executed, "await trainer.play(pause=0)")).strip().split("\n")
     )
     assert status.startswith("done: step 300 of 300 on cpu · measured: ") and "samples/s" in status
     assert readings == "cpu 30"
@@ -167,7 +167,7 @@ def test_a_gpu_checkpoint_fails_without_map_location_and_loads_with_it(executed)
 
 def test_every_printed_figure_says_how_it_was_got(executed):
     """Speeds are measured; on the CPU, memory is counted; nothing is silently assumed."""
-    for snippet in ["cost = measure_reads(device)", "await trainer.train(pause=0)"]:
+    for snippet in ["cost = measure_reads(device)", "await trainer.play(pause=0)"]:
         for line in printed(cell_with(executed, snippet)).splitlines():
             if "steps/s" in line:
                 assert "measured" in line, line

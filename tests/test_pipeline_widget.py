@@ -9,7 +9,7 @@ from gpucourse.widget_access import SLIDER_CLASS
 
 def test_starts_unrevealed_with_every_control_named_in_words():
     widget = PipelineWidget()
-    assert widget.result_text == (
+    assert widget.status_text == (
         "no workers (the main process loads), pageable memory, one stream, "
         "copied as float32: predict the time per batch and the bottleneck, "
         "then press Run."
@@ -45,7 +45,7 @@ def test_starts_unrevealed_with_every_control_named_in_words():
 def test_run_without_an_event_loop_shows_the_steady_state_and_settings_update_it():
     widget = PipelineWidget()
     widget.run.click()
-    assert widget.result_text == (
+    assert widget.status_text == (
         "8 batches in 371 ms · 46.3 ms a batch in steady state · bottleneck: "
         "load · GPU busy 17% of the time (assumed: made-up stage times, the "
         "first unit's link speed)."
@@ -53,15 +53,15 @@ def test_run_without_an_event_loop_shows_the_steady_state_and_settings_update_it
     assert f"{BATCHES} of {BATCHES} computed" in widget.timeline.value
     widget.workers.value = 2
     assert (
-        "20.3 ms a batch" in widget.result_text
-        and "bottleneck: copy + compute" in widget.result_text
+        "20.3 ms a batch" in widget.status_text
+        and "bottleneck: copy + compute" in widget.status_text
     )
     assert "load, worker 2" in widget.timeline.value
     widget.pinned.value = widget.side_stream.value = True
     widget.dtype.value = "uint8"
-    assert "10 ms a batch" in widget.result_text and "bottleneck: load" in widget.result_text
+    assert "10 ms a batch" in widget.status_text and "bottleneck: load" in widget.status_text
     widget.workers.value = 3
-    assert "8 ms a batch" in widget.result_text and "GPU busy 100%" in widget.result_text
+    assert "8 ms a batch" in widget.status_text and "GPU busy 100%" in widget.status_text
 
 
 def test_run_plays_on_the_event_loop_and_a_change_stops_it():
@@ -72,9 +72,9 @@ def test_run_plays_on_the_event_loop_and_a_change_stops_it():
         widget.run.click()
         seen.append((widget.playing, widget.run.disabled))
         await asyncio.sleep(0.1)
-        seen.append(widget.result_text)
+        seen.append(widget.status_text)
         await widget._task
-        seen.append(widget.result_text)
+        seen.append(widget.status_text)
         widget.run.click()
         await asyncio.sleep(0.05)
         widget.workers.value = 1  # mid-play: stops, and shows the new settings at once
@@ -83,8 +83,8 @@ def test_run_plays_on_the_event_loop_and_a_change_stops_it():
     asyncio.run(press_and_watch())
     assert seen[0] == (True, True) and seen[1] == "running…"
     assert seen[2].startswith("8 batches in 371 ms")
-    assert not widget.playing and not widget.run.disabled and "1 worker" not in widget.result_text
-    assert widget.result_text.startswith("8 batches in ") and "(assumed" in widget.result_text
+    assert not widget.playing and not widget.run.disabled and "1 worker" not in widget.status_text
+    assert widget.status_text.startswith("8 batches in ") and "(assumed" in widget.status_text
 
 
 def test_measured_mode_says_which_stages_were_measured_here():
@@ -92,7 +92,7 @@ def test_measured_mode_says_which_stages_were_measured_here():
     assert widget.mode in widget.view.children
     widget.mode.value = "measured"
     widget.run.click()
-    assert widget.result_text.endswith("(CPU stages measured here; copy and GPU step assumed).")
+    assert widget.status_text.endswith("(CPU stages measured here; copy and GPU step assumed).")
     assert "measured here: one worker (one CPU thread) loads a batch of 4" in widget.rule.value
     assert "assumed (no GPU here)" in widget.rule.value and "CPU core" in widget.rule.value
 

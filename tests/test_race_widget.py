@@ -12,7 +12,7 @@ from gpucourse.widget_access import SLIDER_CLASS
 
 def test_starts_with_the_seeds_prompt_and_lanes_waiting():
     race = RaceWidget()
-    assert race.result_text == "Press Run."
+    assert race.status_text == "Press Run."
     assert race.steps.value == 1 and race.steps.description == "Steps"
     assert race.run.description == "Run" and not race.run.disabled
     assert ">CPU<" in race.cpu.value and "waiting" in race.cpu.value
@@ -22,16 +22,16 @@ def test_starts_with_the_seeds_prompt_and_lanes_waiting():
 def test_moving_the_slider_before_a_run_asks_for_a_prediction():
     race = RaceWidget()
     race.steps.value = 3
-    assert race.result_text == "3 steps: predict the winner, then press Run."
+    assert race.status_text == "3 steps: predict the winner, then press Run."
 
 
 def test_run_plays_to_the_end_and_states_both_totals_and_the_winner():
     race = RaceWidget()
     race.run.click()  # no event loop here: every frame is drawn at once
-    assert race.result_text == "1 step: CPU 32 ticks, GPU 81 ticks — the CPU wins."
+    assert race.status_text == "1 step: CPU 32 ticks, GPU 81 ticks — the CPU wins."
     assert "done · 32 ticks" in race.cpu.value
     assert "done · 81 ticks" in race.gpu.value
-    assert race.result.value.count("CPU 32 ticks, GPU 81 ticks") == 1
+    assert race.status.value.count("CPU 32 ticks, GPU 81 ticks") == 1
     assert not race.run.disabled
 
 
@@ -46,7 +46,7 @@ def test_after_a_run_the_slider_updates_the_result_line(steps, line):
     race = RaceWidget()
     race.run.click()
     race.steps.value = steps
-    assert race.result_text == line
+    assert race.status_text == line
     assert "done" in race.cpu.value and "done" in race.gpu.value
 
 
@@ -69,7 +69,7 @@ def test_run_animates_on_the_event_loop_with_the_button_disabled_until_the_end()
     assert any("copying to GPU" in s for s in states)
     assert any("step 2 of 3 on the GPU" in s for s in states)
     assert any("copying back to CPU" in s for s in states)
-    assert race.result_text == "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."
+    assert race.status_text == "3 steps: CPU 96 ticks, GPU 83 ticks — the GPU wins."
     assert not race.run.disabled
 
 
@@ -100,7 +100,7 @@ def test_moving_the_slider_mid_race_stops_it_and_gives_the_button_back():
 
     asyncio.run(move_mid_race())
     assert not race.run.disabled and not race.playing
-    assert race.result_text == "5 steps: predict the winner, then press Run."
+    assert race.status_text == "5 steps: predict the winner, then press Run."
 
 
 def test_measured_mode_races_on_given_speeds_and_states_the_crossover():
@@ -109,10 +109,10 @@ def test_measured_mode_races_on_given_speeds_and_states_the_crossover():
     assert race.mode.value == "ticks"
     race.run.click()
     race.mode.value = "measured"
-    assert race.result_text == "1 step: CPU 1.2 ms, GPU 1.02 ms — the GPU wins."
+    assert race.status_text == "1 step: CPU 1.2 ms, GPU 1.02 ms — the GPU wins."
     assert "The GPU wins from 1 step on." in race.rule.value
     race.mode.value = "ticks"
-    assert race.result_text == "1 step: CPU 32 ticks, GPU 81 ticks — the CPU wins."
+    assert race.status_text == "1 step: CPU 32 ticks, GPU 81 ticks — the CPU wins."
     assert "wins from" not in race.rule.value  # the tick race's crossover is the exercise
 
 
@@ -132,7 +132,7 @@ def test_widgets_carry_the_documented_css_classes():
             race.run,
             race.cpu,
             race.gpu,
-            race.result,
+            race.status,
             race.rule,
             race.mode,
         ]
@@ -192,7 +192,7 @@ def test_without_a_gpu_the_measured_race_says_its_gpu_is_assumed():
     race = RaceWidget(measured=measured)
     race.run.click()
     race.mode.value = "measured"
-    assert race.result_text == (
+    assert race.status_text == (
         "1 step: CPU 1.2 ms, GPU 0.976 ms — the GPU wins (the GPU's times assumed, not measured)."
     )
     assert "With the assumed GPU, the GPU would win from 1 step on." in race.rule.value

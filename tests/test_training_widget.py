@@ -22,8 +22,8 @@ def test_starts_idle_with_both_sliders_and_an_empty_curve():
     assert widget.batch.description == "Batch size" and list(widget.batch.options) == list(
         BATCH_SIZES
     )
-    assert widget.train_button.description == "Train" and not widget.train_button.disabled
-    assert widget.stop_button.description == "Stop" and widget.stop_button.disabled
+    assert widget.run.description == "Train" and not widget.run.disabled
+    assert widget.stop.description == "Stop" and widget.stop.disabled
     assert "no read of the loss yet" in widget.curve.value and widget.speeds.value == ""
 
 
@@ -66,13 +66,13 @@ def test_moving_a_slider_while_idle_says_what_train_will_do():
 
 def test_train_without_an_event_loop_trains_to_the_end_and_reports_measured_speed():
     widget = TrainingWidget(max_steps=200, read_every=20)
-    widget.train_button.click()
+    widget.run.click()
     assert widget.status_text.startswith("done: step 200 of 200 on cpu · measured: ")
     assert "steps/s" in widget.status_text and "samples/s" in widget.status_text
     assert widget.status_text.endswith("the loss read 10 times so far")
     assert widget.curve.value.count("<polyline") == 1 and "10 reads" in widget.curve.value
     assert "<td>cpu</td><td>20</td><td>64</td><td>200</td>" in widget.speeds.value
-    assert not widget.train_button.disabled and widget.stop_button.disabled
+    assert not widget.run.disabled and widget.stop.disabled
 
 
 def test_train_runs_on_the_event_loop_stop_ends_it_and_sliders_start_new_rows():
@@ -80,14 +80,14 @@ def test_train_runs_on_the_event_loop_stop_ends_it_and_sliders_start_new_rows():
     seen = []
 
     async def press_move_and_stop():
-        widget.train_button.click()
-        assert widget.training and widget.train_button.disabled and not widget.stop_button.disabled
+        widget.run.click()
+        assert widget.playing and widget.run.disabled and not widget.stop.disabled
         await asyncio.sleep(0.15)
-        seen.append((widget.train_button.disabled, widget.stop_button.disabled, widget.status_text))
+        seen.append((widget.run.disabled, widget.stop.disabled, widget.status_text))
         widget.read_every.value = 1
         widget.batch.value = 256
         await asyncio.sleep(0.15)
-        widget.stop_button.click()
+        widget.stop.click()
         await widget._task
 
     asyncio.run(press_move_and_stop())
@@ -100,7 +100,7 @@ def test_train_runs_on_the_event_loop_stop_ends_it_and_sliders_start_new_rows():
         "<td>cpu</td><td>10</td><td>64</td>" in rows
         and "<td>cpu</td><td>1</td><td>256</td>" in rows
     )
-    assert not widget.training and not widget.train_button.disabled and widget.stop_button.disabled
+    assert not widget.playing and not widget.run.disabled and widget.stop.disabled
 
 
 def test_the_kernel_stays_free_while_it_trains():
@@ -109,11 +109,11 @@ def test_the_kernel_stays_free_while_it_trains():
     ticks = []
 
     async def other_work():
-        widget.train_button.click()
+        widget.run.click()
         for _ in range(10):
             ticks.append(widget.trainer.step if widget.trainer else 0)
             await asyncio.sleep(0.03)
-        widget.stop_button.click()
+        widget.stop.click()
         await widget._task
 
     asyncio.run(other_work())
@@ -122,10 +122,10 @@ def test_the_kernel_stays_free_while_it_trains():
 
 def test_a_second_train_starts_a_fresh_network_and_keeps_the_earlier_rows():
     widget = TrainingWidget(max_steps=40, read_every=10)
-    widget.train_button.click()
+    widget.run.click()
     first = widget.trainer
     widget.read_every.value = 20  # between runs: no training to change, only the next run's
-    widget.train_button.click()
+    widget.run.click()
     assert widget.trainer is not first and widget.trainer.step == 40
     assert widget.trainer.readings[0].step == 20
     assert widget.speeds.value.count("<tr><td>cpu</td>") == 2
@@ -135,11 +135,11 @@ def test_a_second_click_while_training_does_not_start_a_second_run():
     widget = TrainingWidget(max_steps=100_000, chunk_seconds=0.01)
 
     async def double_click():
-        widget.train_button.click()
+        widget.run.click()
         task = widget._task
-        widget.train_button.click()
+        widget.run.click()
         assert widget._task is task
-        widget.stop_button.click()  # before the task has run at all: it still counts
+        widget.stop.click()  # before the task has run at all: it still counts
         await task
 
     asyncio.run(double_click())
@@ -157,8 +157,8 @@ def test_widgets_carry_the_documented_css_classes():
         widget.view,
         widget.read_every,
         widget.batch,
-        widget.train_button,
-        widget.stop_button,
+        widget.run,
+        widget.stop,
         widget.status,
         widget.curve,
         widget.speeds,
@@ -192,7 +192,7 @@ def test_both_sliders_are_named_for_screen_readers_by_a_script_inside_the_widget
 
 def test_mime_bundle_has_the_live_view_and_a_fallback_without_measured_figures():
     widget = TrainingWidget(max_steps=30)
-    widget.train_button.click()  # even after a run, the fallback shows none of its figures
+    widget.run.click()  # even after a run, the fallback shows none of its figures
     bundle = widget._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.view.model_id
     html = bundle["text/html"]
@@ -205,7 +205,7 @@ def test_mime_bundle_has_the_live_view_and_a_fallback_without_measured_figures()
 
 def test_the_curve_is_light_to_redraw_and_readable_without_colour():
     widget = TrainingWidget(max_steps=1200, read_every=1)
-    widget.train_button.click()
+    widget.run.click()
     svg = widget.curve.value
     assert svg.count(",") <= 2 * 300 + 10  # at most 300 points drawn of 1,200 reads
     assert 'role="img"' in svg and "1200 reads" in svg and "training step" in svg
