@@ -199,7 +199,9 @@ def _status(pid: int) -> dict:
 
 
 def _ancestors() -> set[int]:
-    found, pid = set(), os.getpid()
+    """The template and the processes above it, up to the namespace's init (pid 1: it
+    runs as this uid where the grader is not root, and is never signalled from inside)."""
+    found, pid = {1}, os.getpid()
     while pid > 1:
         found.add(pid)
         try:

@@ -108,7 +108,13 @@ class StudentTemplate:
         try:
             return await self._fork(connection, staging)
         except _Unclean:
+            pass
+        try:
             return await self._fork(connection, staging)
+        except _Unclean:
+            raise TemplateUnusable(
+                "two templates in a row could not end the kernel before theirs"
+            ) from None
 
     async def _fork(self, connection: dict, staging: Path) -> tuple[str, psutil.Process, int]:
         if self.unusable:
