@@ -378,8 +378,14 @@ def trained(model, change):
             "came back as",
         ),
         (lambda d: d.update(type="Conv1d"), "another kind"),
+        (
+            lambda d: d["params"][-1][1].update(
+                grad=plaindata.encode(torch.zeros(3, device="meta"))
+            ),
+            "grad came back on meta",
+        ),
     ],
-    ids=["new-buffer", "removed-parameter", "new-shape", "new-dtype", "new-kind"],
+    ids=["new-buffer", "removed-parameter", "new-shape", "new-dtype", "new-kind", "grad-elsewhere"],
 )
 def test_a_model_may_change_only_the_values_of_the_members_it_has(change, words):
     model = torch.nn.Linear(2, 3)

@@ -772,6 +772,13 @@ def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> N
             if p.get("grad") is None
             else _same_form(_decode_tensor(p["grad"], budget), param, where + name + ".grad")
         )
+        if grad is not None and (grad.device != tensor.device or grad.requires_grad):
+            # Checked now: PyTorch would refuse it while the changes are made, with some
+            # of the model already changed.
+            raise ValueError(
+                f"the model's {where}{name}.grad came back on {grad.device.type}, not with "
+                f"its parameter on {tensor.device.type}, or requiring a gradient itself"
+            )
         changes.append(
             lambda param=param, tensor=tensor, grad=grad, m=m, name=name: _set_parameter(
                 m, name, param, tensor, grad, torch
