@@ -275,6 +275,28 @@ def test_the_test_plan_is_read_once_per_source_and_again_when_the_source_changes
     assert first.answer_names == ["answer"]
 
 
+def test_only_the_names_a_question_asks_for_are_answers():
+    """A helper that a solution binds on the way (its name is the solution's) is neither
+    fetched nor named to the student's kernel; the names the release asks for are."""
+    import nbformat
+
+    from autograder.bridge import testplan
+
+    cell = nbformat.v4.new_code_cell(
+        "# Set float32_mb and float32_ms.\n### BEGIN SOLUTION\ncount = 256 * 3\n"
+        "float32_mb = count * 4 / 10**6\nlink_mb_per_ms = 25\n"
+        "float32_ms = float32_mb / link_mb_per_ms\n### END SOLUTION",
+        metadata={"nbgrader": {"solution": True, "grade": False, "grade_id": "q"}},
+    )
+    function = nbformat.v4.new_code_cell(
+        "def speed(x):\n    ### BEGIN SOLUTION\n    helper = 2\n    return x * helper\n"
+        "    ### END SOLUTION\nscale = 3\n",
+        metadata={"nbgrader": {"solution": True, "grade": False, "grade_id": "f"}},
+    )
+    plan = testplan.plan(nbformat.v4.new_notebook(cells=[cell, function]))
+    assert plan.answer_names == ["float32_mb", "float32_ms", "scale", "speed"]
+
+
 def test_a_test_can_see_what_a_function_did_to_its_argument(student):
     """Arguments cross by value, so a test that checks a function left its argument alone
     asks what it became in the student's kernel: a new object, never the test's own."""

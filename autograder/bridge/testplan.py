@@ -7,15 +7,19 @@ trusted; the student's copy is not, so nothing here ever reads it. From the sour
   points;
 - the instructor's other code cells (set-up, the checks the tests call), which the test
   kernel runs in the source's order before the first test cell that follows them;
-- the answer names: every name a solution cell binds at its top level, other than
-  imports and the names the instructor's cells bind. Only these are fetched from the
-  student's kernel; everything else a test uses is the test kernel's own.
+- the answer names: every name a solution cell binds at its top level that the cell also
+  names outside its solution region (what the release shows: the comment that asks for
+  it, a ``def`` line), other than imports and the names the instructor's cells bind. Only
+  these are fetched from the student's kernel; everything else a test uses is the test
+  kernel's own. A helper the solution happens to bind (``link_mb_per_ms``) is neither
+  asked for nor named to the student's kernel: its name is the solution's.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,7 +72,7 @@ def plan(source_nb) -> TestPlan:
             continue
         meta = nbgrader_meta(cell)
         if meta.get("solution"):
-            names |= defined_names(cell.source)
+            names |= defined_names(cell.source) & _named_outside_solution(cell.source)
         elif meta.get("grade"):
             tests[meta["grade_id"]] = TestCell(
                 meta["grade_id"], cell.source, float(meta.get("points") or 0), position
@@ -81,6 +85,15 @@ def plan(source_nb) -> TestPlan:
         names -= defined_names(code)
     rebind = any(defined_names(t.code) & names for t in tests.values())
     return TestPlan(sorted(names), tests, prelude, rebind)
+
+
+_SOLUTION = re.compile(r"### BEGIN SOLUTION.*?### END SOLUTION", re.S)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _named_outside_solution(source: str) -> set[str]:
+    """The words of a solution cell that the release keeps (all but its solution regions)."""
+    return set(_WORD.findall(_SOLUTION.sub("", source)))
 
 
 def nbgrader_meta(cell) -> dict:
