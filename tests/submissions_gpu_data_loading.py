@@ -344,6 +344,21 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_form", "test_q5_values", "test_q5_devices"),
         "this computer has none",
     ),
+    "decoy_uint8_copy": Mistake(
+        "to_device_uint8 copies a uint8 batch it throws away, and converts to float32 on the "
+        "CPU what it really copies (one element more, to slip past a filter; an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "images.to(device)",
+                "wide = torch.cat([images.reshape(-1).float(), torch.zeros(1)])",
+                "x = wide.to(device)[:-1].reshape(images.shape)",
+                *MEAN_STD,
+                "return (x / 255 - mean) / std",
+            )
+        },
+        ("test_q5_devices",),
+        "crossed from the CPU for a batch of",
+    ),
 }
 
 # Other right ways to answer: each earns every point.
@@ -416,6 +431,7 @@ IMPLAUSIBLE: dict[str, str] = {
 # bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error;
 # the record of what crossed to the device, made in the student's kernel).
 COURSE_GRADE_SAMPLE = (
+    "decoy_uint8_copy",
     "workers_ignored",
     "mean_on_the_cpu",
     "busy_as_fraction",

@@ -234,6 +234,25 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
         "the model's weights did not change",
     ),
+    "reads_off_meta": Mistake(
+        "train_step prints loss.item() every step, and on meta (where no value can be read) "
+        "skips the step to hide it (an outside attack)",
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "if device.type == 'meta':",
+                "    return torch.empty((), device='meta')",
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "print(f'loss {loss.item():.3f}')",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
     "hardcodes_cuda": Mistake(
         'train_step writes "cuda" instead of reading the model\'s device (no GPU here)',
         {
@@ -351,7 +370,13 @@ IMPLAUSIBLE: dict[str, str] = {
 
 # The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels.
-COURSE_GRADE_SAMPLE = ("no_zero_grad", "no_map_location", "reads_the_loss", "never_trains")
+COURSE_GRADE_SAMPLE = (
+    "no_zero_grad",
+    "no_map_location",
+    "reads_the_loss",
+    "never_trains",
+    "reads_off_meta",
+)
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
 # by deleting it, or by replacing test cells with `pass`.

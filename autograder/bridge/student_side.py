@@ -112,7 +112,9 @@ def copy_record(record: list):
     ``record`` one entry per copy between two devices: ``[op, from_device, to_device,
     from_dtype, to_dtype, numel]``, all plain strings and an int. The ops are those that
     copy a tensor's data elsewhere: ``aten._to_copy`` (``.to``, ``.cuda``, ``torch.as_tensor``
-    on a device) and ``aten.copy_`` (``x.copy_(src)``, ``x[...] = src``). A copy that
+    on a device) and ``aten.copy_`` (``x.copy_(src)``, ``x[...] = src``); and each value
+    read on the host (``aten._local_scalar_dense``: ``.item()``, ``float(t)``, an ``if`` on a
+    tensor), as ``[op, device, "host", dtype, dtype, numel]``. A copy that
     also converts (``.to(device, torch.float32)``) is recorded with both dtypes: a blocking
     copy from the CPU converts there, before the link (PyTorch's ``Copy.cu``). The
     exercises' checks cell records the same way where there is no course-grade."""
@@ -125,6 +127,20 @@ def copy_record(record: list):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             packet = func.overloadpacket
+            if packet is aten._local_scalar_dense:  # .item(), float(t), an if on a tensor
+                if isinstance(args[0], torch.Tensor) and len(record) < MAX_RECORD:
+                    dtype = str(args[0].dtype).removeprefix("torch.")
+                    record.append(
+                        [
+                            packet.__name__,
+                            args[0].device.type,
+                            "host",
+                            dtype,
+                            dtype,
+                            int(args[0].numel()),
+                        ]
+                    )
+                return out
             if packet is aten._to_copy:
                 source, target = args[0], out
             elif packet is aten.copy_:
