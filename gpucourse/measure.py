@@ -5,7 +5,7 @@ and on a GPU waits for the queue (``torch.cuda.synchronize``) before it reads th
 clock. ``min_run_time`` keeps each figure short enough for the lesson's "Run all".
 
 The lines printed to learners have a stable shape, ``<what>: <number> <unit>``, so
-tests can read them back (``tests/test_lesson_gpu_tensors_on_gpu.py``).
+tests can read them back (``tests/course/test_lesson_gpu_tensors_on_gpu.py``).
 """
 
 from __future__ import annotations

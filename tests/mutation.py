@@ -16,7 +16,7 @@ reason in ``tests/equivalent_mutants_<unit>.txt``) or a test is missing. The ope
 - returns: a function's returned value replaced by its first argument.
 
 ``scripts/test-the-tests [UNIT ...]`` grades them all; ``sample(unit, n)`` is the fixed
-few that CI grades (``tests/test_course_grade_units.py``). No pytest here.
+few that CI grades (``tests/course/test_course_grade_units.py``). No pytest here.
 """
 
 from __future__ import annotations

@@ -426,7 +426,7 @@ IMPLAUSIBLE: dict[str, str] = {
     "q5_to_device_uint8": _to_device("return images"),
 }
 
-# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# The mistakes that course-grade's own test grades for this unit (tests/course/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels (a dict and
 # bools in, a pair back; a uint8 tensor in, a float tensor on meta back; the device error;
 # the record of what crossed to the device, made in the student's kernel).

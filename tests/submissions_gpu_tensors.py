@@ -285,7 +285,7 @@ IMPLAUSIBLE: dict[str, str] = {
     "q4_worked_example": "copy_ms = gpu_route_ms = -1\nverdict = 'the CPU'",
 }
 
-# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# The mistakes that course-grade's own test grades for this unit (tests/course/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels.
 COURSE_GRADE_SAMPLE = ("mib", "mutates_batch")
 

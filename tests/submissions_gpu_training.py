@@ -368,7 +368,7 @@ IMPLAUSIBLE: dict[str, str] = {
     "q5_load_checkpoint": _load_checkpoint("return model.state_dict()"),
 }
 
-# The mistakes that course-grade's own test grades for this unit (tests/test_course_grade_units.py):
+# The mistakes that course-grade's own test grades for this unit (tests/course/test_course_grade_units.py):
 # a handful, chosen for what they send across its bridge between the two kernels.
 COURSE_GRADE_SAMPLE = (
     "no_zero_grad",

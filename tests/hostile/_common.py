@@ -12,7 +12,7 @@ attacks on the trusted side in the later units, see ``TRUSTED_SIDE``) and either
   (student -> (score, fate)).
 
 What every case must not achieve is asserted for the whole class at once
-(``tests/test_pipeline.py``): source/, release/, the gradebook's assignment tables,
+(``tests/autograder/test_pipeline.py``): source/, release/, the gradebook's assignment tables,
 other students' files and a sentinel file outside the course stay byte-identical, the
 batch completes, no feedback page carries a script or a hidden test.
 

@@ -36,7 +36,7 @@ from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, SOURCE, TOTAL, mak
 
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "course-grade")
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 STUDENTS = ("cg19ada", "cg19bo", "cg19cy")  # ada: solution; bo: solution, late; cy: blank
 INSTRUCTOR = "cg19prof"
 LIFE_CONFIG = """

@@ -14,7 +14,7 @@ import pytest
 from nbconvert import HTMLExporter
 from units import UNITS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE_NOTEBOOKS = sorted(
     path.relative_to(ROOT).as_posix()
     for pattern in ["notebooks/*.ipynb", "source/*/*.ipynb", "release/*/*.ipynb"]

@@ -26,7 +26,7 @@ def course(tmp_path):
     (root / "source" / "gpu_tensors").mkdir(parents=True)
     (root / "source" / "gpu_tensors" / "gpu_tensors.ipynb").write_bytes(SOURCE.read_bytes())
     (root / "nbgrader_config.py").write_text(
-        (Path(__file__).parents[1] / "nbgrader_config.py").read_text()
+        (Path(__file__).parents[2] / "nbgrader_config.py").read_text()
         + "\nc.ImportLimits.max_entries = 5\nc.ImportLimits.max_total_mb = 1\n"
     )
     return root

@@ -71,7 +71,7 @@ def venv_on_path():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
         # The expected scores are those of a machine without a GPU (hardcodes_cuda fails
-        # there); tests/test_release.py runs the hidden tests on CUDA where there is one.
+        # there); tests/course/test_release.py runs the hidden tests on CUDA where there is one.
         patch.setenv("CUDA_VISIBLE_DEVICES", "")
         yield
 

@@ -17,7 +17,7 @@ import submissions_gpu_tensors as subs
 from nbclient import NotebookClient
 from units import UNITS, submissions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE_FOLDERS = sorted(
     path.name for path in (ROOT / "source").iterdir() if (path / f"{path.name}.ipynb").is_file()
 )
