@@ -528,30 +528,22 @@ def _with_bias(*names):
     return lambda m: {**{n: getattr(m, n) for n in names}, "bias": m.bias is not None}
 
 
+_CONV = (
+    "in_channels",
+    "out_channels",
+    "kernel_size",
+    "stride",
+    "padding",
+    "dilation",
+    "groups",
+    "padding_mode",
+)
 # The standard layers rebuilt as themselves: how to read each one's constructor arguments.
 # Those with parameters are built on the meta device and then given the sent tensors.
 MODULES = {
     "Linear": _with_bias("in_features", "out_features"),
-    "Conv1d": _with_bias(
-        "in_channels",
-        "out_channels",
-        "kernel_size",
-        "stride",
-        "padding",
-        "dilation",
-        "groups",
-        "padding_mode",
-    ),
-    "Conv2d": _with_bias(
-        "in_channels",
-        "out_channels",
-        "kernel_size",
-        "stride",
-        "padding",
-        "dilation",
-        "groups",
-        "padding_mode",
-    ),
+    "Conv1d": _with_bias(*_CONV),
+    "Conv2d": _with_bias(*_CONV),
     "BatchNorm1d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
     "BatchNorm2d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
     "LayerNorm": _attrs("normalized_shape", "eps", "elementwise_affine"),
