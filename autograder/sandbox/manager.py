@@ -366,14 +366,23 @@ class SandboxMixin(Configurable):
         try before the kernel listens. Until then no notebook code has run, so the path to
         the sockets (through /proc/<pid>/root, into the sandbox) is still the grader's."""
         ports = (self.shell_port, self.iopub_port, self.stdin_port, self.control_port, self.hb_port)
+        self.start_relay()
         self.ip = self.relay_from(await self._sockets_of(self.ip, ports, "the kernel"))
         self._own_processes = _tree(self.provisioner.pid)
 
+    def start_relay(self) -> None:
+        """Where ``relayed``: start the kernel's relay, which imports zmq meanwhile."""
+        if self.relayed and self._relay is None:
+            folder = self._runtime_dir / f"relay-{secrets.token_hex(4)}"
+            max_bytes = self._sandbox().max_message_mb * 1_000_000
+            self._relay = Relay(folder, max_bytes, preexec=die_with_grader())
+
     def relay_from(self, kernel_ip: str) -> str:
         """Where the grader's client connects to the kernel whose sockets are at
-        ``kernel_ip`` (a host path): through a relay of its own where ``relayed``."""
+        ``kernel_ip`` (a host path): through the kernel's relay where ``relayed``."""
         if not self.relayed:
             return kernel_ip
+        self.start_relay()
         ports = dict(
             zip(
                 CHANNELS,
@@ -386,12 +395,10 @@ class SandboxMixin(Configurable):
                 ),
             )
         )
-        folder = self._runtime_dir / f"relay-{secrets.token_hex(4)}"
-        max_bytes = self._sandbox().max_message_mb * 1_000_000
-        self._relay = Relay(kernel_ip, ports, folder, max_bytes, preexec=die_with_grader())
+        ip = self._relay.connect(kernel_ip, ports)
         if self._watchdog is not None:
             self._watchdog.relay = self._relay
-        return self._relay.ip
+        return ip
 
     async def _sockets_of(self, inside: str, ports, what: str, skip=None, failed=None) -> str:
         """The host path of ``inside`` (the kernel's ``ip`` in its sandbox) once a socket

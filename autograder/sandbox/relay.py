@@ -63,16 +63,12 @@ def memory_limit(max_bytes: int) -> int:
 class Relay:
     """The grader's handle on one kernel's relay."""
 
-    def __init__(self, kernel_ip: str, ports: dict, folder: Path, max_bytes: int, preexec=None):
+    def __init__(self, folder: Path, max_bytes: int, preexec=None):
+        """Start the relay's process: it imports zmq while the kernel starts, and waits
+        for ``connect`` to say where the kernel's sockets are."""
         folder.mkdir(mode=0o700)
         self.ip = str(folder / "ipc")
         self.max_bytes = max_bytes
-        request = {
-            "kernel_ip": kernel_ip,
-            "relay_ip": self.ip,
-            "ports": ports,
-            "max_bytes": max_bytes,
-        }
         limit = memory_limit(max_bytes)
 
         def start() -> None:
@@ -92,14 +88,26 @@ class Relay:
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdout = self.process.stdout
+
+    def connect(self, kernel_ip: str, ports: dict) -> str:
+        """Connect to the kernel's sockets at ``kernel_ip`` (a host path, resolved before
+        any notebook code ran) and bind the grader's side; return where the grader's
+        client connects."""
+        request = {
+            "kernel_ip": kernel_ip,
+            "relay_ip": self.ip,
+            "ports": ports,
+            "max_bytes": self.max_bytes,
+        }
+        assert self.process.stdin is not None
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.close()
         ready, _, _ = select.select([self.stdout], [], [], START_WAIT)
         line = self.stdout.readline() if ready else b"(no answer)"
         if line != b"ready\n":
-            self.process.kill()
-            self.process.wait()
+            self.stop()
             raise RuntimeError(f"the kernel's relay did not start ({line[:200]!r})")
+        return self.ip
 
     def ended(self) -> str | None:
         """None while it runs; else why the kernel can no longer be read, in words."""
@@ -130,6 +138,8 @@ class Relay:
             self.process.kill()
         self.process.wait()
         self.stdout.close()
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
 
 
 def _sockets(zmq, context, request: dict) -> list[tuple]:

@@ -327,6 +327,7 @@ class ForkedKernelManager(SandboxedKernelManager):
             kernel_name="",
             key=info["key"].decode() if isinstance(info["key"], bytes) else info["key"],
         )
+        self.start_relay()  # its process starts while the kernel is forked
         ip, child, self._oom_before = await kept.fork(
             connection, Path(self.staging or self._empty_staging)
         )
