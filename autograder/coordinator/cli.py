@@ -204,13 +204,26 @@ def run(args, course: Path) -> int:
             with executor_for(args) as executor:
                 for assignment in assignments:
                     run_import(args, course, assignment)
-                    for student in args.students or ():
-                        if not (course / "submitted" / student / assignment).is_dir():
-                            print(
-                                f"course-grade: --student {student}: nothing in "
-                                f"submitted/{student}/{assignment} to grade",
-                                file=sys.stderr,
-                            )
+                    missing = [
+                        student
+                        for student in args.students or ()
+                        if not (course / "submitted" / student / assignment).is_dir()
+                    ]
+                    for student in missing:
+                        print(
+                            f"course-grade: --student {student}: nothing in "
+                            f"submitted/{student}/{assignment} to grade",
+                            file=sys.stderr,
+                        )
+                    if missing and args.assignment:  # one unit: a typo in an id, surely
+                        known = sorted(
+                            p.parent.name for p in (course / "submitted").glob("*/" + assignment)
+                        )
+                        raise InstructorError(
+                            f"no submission of {assignment} for --student "
+                            f"{', '.join(missing)}; nothing was graded. Students with one: "
+                            f"{', '.join(known[:20]) or 'none'}{' ...' if len(known) > 20 else ''}"
+                        )
                     graded[assignment] = run_grading(
                         args, course, assignment, executor, kept.append
                     )
@@ -226,7 +239,8 @@ def run(args, course: Path) -> int:
         )
         return 130
     grades = course / "grades.csv"
-    export_grades(course, assignments, grades)
+    # Every unit the gradebook holds, not only this run's: grades.csv is the whole course.
+    export_grades(course, graded_units(course, assignments), grades)
     for name in args.export:
         print(f"{name} grades: {export_canvas(course, assignments, course / 'grades-canvas.csv')}")
     for assignment, outcomes in graded.items():
@@ -261,6 +275,16 @@ def warn_of_manual_grades(course: Path, graded: dict[str, list[dict]]) -> None:
                 f"release_feedback {assignment}`.",
                 file=sys.stderr,
             )
+
+
+def graded_units(course: Path, assignments: list[str]) -> list[str]:
+    """The units of the course's gradebook that have a source (this run's among them), in
+    course order."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(grading_config(course).CourseDirectory.db_url) as gb:
+        known = {a.name for a in gb.assignments}
+    return sorted((known & set(all_assignments(course))) | set(assignments))
 
 
 def all_assignments(course: Path) -> list[str]:

@@ -517,6 +517,12 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     for student in ("cg19ada", "cg19bo"):  # not chosen: nothing of theirs changed
         assert after[student] == before[student], (student, before[student], after[student])
     assert after["cg19ada"]["report"] == TOTAL and after["cg19ada"]["grades.csv"] == TOTAL
+    # A misspelled id grades nothing and says so, with exit status 2 (was 0, and the
+    # whole class's table, as if something had been graded).
+    typo = course_grade(course, "--student", "cg19cyy", "--force")
+    assert typo.returncode == 2 and "cg19cyy" in typo.stderr and "cg19cy" in typo.stderr
+    assert "nothing was graded" in typo.stderr
+    assert every_score(course) == after
 
 
 @needs_root
@@ -689,3 +695,16 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     assert readable == set()
     time.sleep(1)
     assert [str(p) for p in seen if p.exists()] == [] and ours(exchange) == {}
+
+
+@pytest.mark.slow
+def test_grades_csv_keeps_every_unit_of_the_gradebook_after_a_one_unit_run(tmp_path):
+    """grades.csv is the whole course: a run on one unit rewrites it with every unit the
+    gradebook holds (a one-unit run once dropped the other units' rows)."""
+    from tests.class_fixture import build_course, nbgrader
+
+    course = build_course(tmp_path)
+    shutil.copytree(ROOT / "source" / "gpu_training", course / "source" / "gpu_training")
+    nbgrader(course, "generate_assignment", "gpu_training", "--force")
+    assert cli.graded_units(course, [ASSIGNMENT]) == sorted([ASSIGNMENT, "gpu_training"])
+    assert cli.graded_units(course, ["gpu_training"]) == sorted([ASSIGNMENT, "gpu_training"])
