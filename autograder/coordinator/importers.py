@@ -18,6 +18,7 @@ never the end of the import.
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import re
@@ -37,6 +38,8 @@ from autograder.config import exchange_config, file_limits, load_course_config
 from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
+
+log = logging.getLogger(__name__)
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
 NOTE = "note"  # a Problem's fate when it is no fate: a note against that student (a forgery)
@@ -188,8 +191,37 @@ class SafeExchangeCollect(ExchangeCollect):
             )
             _remove_folder(Path(dest))
             return
-        files["timestamp.txt"] = Path(src).name.rsplit("+", 3)[2].encode()
+        stamp = Path(src).name.rsplit("+", 3)[2]
+        kept = newer_kept(Path(dest), stamp)
+        if kept:  # (``log`` here is nbgrader's argument)
+            logging.getLogger(__name__).warning(
+                "%s: kept the submission of %s, newer than the exchange's of %s",
+                student,
+                kept,
+                stamp,
+            )
+            return
+        files["timestamp.txt"] = stamp.encode()
         safefiles.replace_folder(Path(dest), files)
+
+
+def newer_kept(dest: Path, stamp: str) -> str | None:
+    """The date of the submission already at ``dest`` where it is newer than ``stamp`` (an
+    import's date), else None: an import never puts an older attempt in place of a newer
+    one, whichever way each came (exchange, LMS download). A date that cannot be read
+    counts as older."""
+    from nbgrader.utils import parse_utc
+
+    kept = dest / "timestamp.txt"
+    if dest.is_symlink() or not dest.is_dir() or kept.is_symlink() or not kept.is_file():
+        return None
+    try:
+        kept_text = safefiles.read_bytes(kept, 200).decode().strip()
+        if parse_utc(kept_text) > parse_utc(stamp):
+            return kept_text
+    except (safefiles.Unsafe, ValueError, TypeError, OverflowError):
+        return None
+    return None
 
 
 def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
@@ -395,6 +427,15 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
             stamps = sorted(stamp for stamp, _, _ in files.values() if stamp)
             contents = {file_id: data for file_id, (_, data, _) in files.items()}
             stamp = _timestamp(stamps[-1]) if stamps else None
+            kept = newer_kept(folder, stamp) if stamp else None
+            if kept:
+                log.warning(
+                    "%s: kept the submission of %s, newer than the download's of %s",
+                    student,
+                    kept,
+                    stamp,
+                )
+                continue
             if stamp:
                 contents["timestamp.txt"] = stamp.encode()
             safefiles.replace_folder(folder, contents)

@@ -6,6 +6,7 @@ the whole class in test_pipeline.py); here are the limits themselves.
 
 from __future__ import annotations
 
+import logging
 import os
 import zipfile
 from pathlib import Path
@@ -399,3 +400,36 @@ def test_collect_finds_the_exchange_that_plain_nbgrader_finds(course, tmp_path, 
     )
     with pytest.raises(importers.ImportFailed):
         importers.import_exchange(course, "gpu_tensors")
+
+
+def test_an_import_never_puts_an_older_attempt_over_a_newer_submission(course, tmp_path):
+    """A submission already in submitted/ (from the exchange, say) that is newer than an
+    LMS download's attempt stays, and the instructor is told; an older one is replaced."""
+    for student, stamp in (
+        ("ada", "2026-12-02 14:35:55.000000 UTC"),
+        ("bo", "2026-12-01 09:00:00.000000 UTC"),
+    ):
+        folder = course / "submitted" / student / "gpu_tensors"
+        folder.mkdir(parents=True)
+        (folder / "gpu_tensors.ipynb").write_bytes(b"kept")
+        (folder / "timestamp.txt").write_text(stamp)
+    entries = [
+        ("gpu_tensors_ada_attempt_2026-12-02-14-31-00_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_bo_attempt_2026-12-02-14-31-00_gpu_tensors.ipynb", NB),
+    ]
+    said = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger = logging.getLogger("autograder.coordinator.importers")
+    logger.addHandler(handler)
+    try:
+        importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    finally:
+        logger.removeHandler(handler)
+    ada = course / "submitted" / "ada" / "gpu_tensors"
+    assert (ada / "gpu_tensors.ipynb").read_bytes() == b"kept"
+    assert (ada / "timestamp.txt").read_text().startswith("2026-12-02 14:35:55")
+    assert any(m.startswith("ada: kept the submission of 2026-12-02 14:35:55") for m in said)
+    bo = course / "submitted" / "bo" / "gpu_tensors"
+    assert (bo / "gpu_tensors.ipynb").read_bytes() == NB
+    assert (bo / "timestamp.txt").read_text().startswith("2026-12-02 14:31:00")
