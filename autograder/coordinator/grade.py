@@ -588,9 +588,17 @@ def _replace(dest: Path, files: dict[str, bytes]) -> None:
 
 def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
     """A submission that cannot be graded scores 0, never an older attempt's grades, and
-    its student is in the gradebook, so grades.csv lists them."""
+    its student is in the gradebook, so grades.csv lists them. The older attempt's graded
+    notebook and feedback page go too: ``nbgrader release_feedback`` would hand that page
+    back as if it were this submission's."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    for kind in ("autograded", "feedback"):
+        stale = course_root / kind / student / assignment
+        if stale.is_symlink() or stale.is_file():
+            stale.unlink()
+        elif stale.is_dir():
+            shutil.rmtree(stale)  # never follows a link inside
     with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
         gb.update_or_create_student(student)
         try:

@@ -693,7 +693,10 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     assert took < 30, took
     assert seen, "saw no copy of the course while it graded"
     assert readable == set()
-    time.sleep(1)
+    # The workers remove their copies as they stop (within LocalPool.STOP_GRACE).
+    deadline = time.monotonic() + 10
+    while any(p.exists() for p in seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert [str(p) for p in seen if p.exists()] == [] and ours(exchange) == {}
 
 
@@ -708,3 +711,23 @@ def test_grades_csv_keeps_every_unit_of_the_gradebook_after_a_one_unit_run(tmp_p
     nbgrader(course, "generate_assignment", "gpu_training", "--force")
     assert cli.graded_units(course, [ASSIGNMENT]) == sorted([ASSIGNMENT, "gpu_training"])
     assert cli.graded_units(course, ["gpu_training"]) == sorted([ASSIGNMENT, "gpu_training"])
+
+
+@pytest.mark.slow
+def test_an_ungradable_resubmission_takes_the_older_attempts_feedback_away(tmp_path):
+    """An invalid resubmission scores nothing, and the older attempt's graded notebook and
+    feedback page are removed: release_feedback once handed that old page back."""
+    from autograder.coordinator import grade
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    for kind in ("autograded", "feedback"):
+        old = course / kind / "cg19bo" / ASSIGNMENT
+        old.mkdir(parents=True)
+        (old / "gpu_tensors.html").write_text("the older attempt's page")
+    kept = course / "feedback" / "cg19ada" / ASSIGNMENT
+    kept.mkdir(parents=True)
+    grade._zero_submission(course, ASSIGNMENT, "cg19bo")
+    assert not (course / "autograded" / "cg19bo" / ASSIGNMENT).exists()
+    assert not (course / "feedback" / "cg19bo" / ASSIGNMENT).exists()
+    assert kept.is_dir()  # another student's is left alone
