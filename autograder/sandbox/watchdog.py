@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 WATCH_INTERVAL = 0.2
 CPU_WINDOW = 4.0  # seconds over which a kernel's CPU share is measured
 TMPFS_MOUNTS = ("tmp", "dev/shm")
+DYING = 1.0  # seconds a kernel whose relay ended has to finish exiting on its own
 
 
 def kill_tree(pid: int) -> None:
@@ -172,16 +173,22 @@ class Watchdog(threading.Thread):
 
     def _flood(self) -> Event | None:
         """The relay of a kernel still running ended: the kernel cannot be read any more
-        (it sent more than the grader takes from a kernel)."""
+        (it sent more than the grader takes from a kernel). A kernel that is dying closes
+        its sockets before it is a zombie, which ends its relay too: it is given a moment
+        to finish, so that its own end (a CPU limit, a crash) is what its fate says."""
         why = self.relay.ended() if self.relay is not None else None
         if why is None or self.stopped.is_set():
             return None
-        try:
-            if psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE:
-                return None  # the kernel ended first: its own end says why
-        except psutil.NoSuchProcess:
-            return None
-        return Event(Kind.FLOOD, reason=why)
+        deadline = time.monotonic() + DYING
+        while True:
+            try:
+                if psutil.Process(self.pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                    return None
+            except psutil.NoSuchProcess:
+                return None
+            if time.monotonic() >= deadline:
+                return Event(Kind.FLOOD, reason=why)
+            time.sleep(0.05)
 
     def _processes(self, count: int) -> Event | None:
         if self.max_processes and count >= self.max_processes:

@@ -52,6 +52,7 @@ from autograder.sandbox.manager import (
 log = logging.getLogger(__name__)
 
 _TEMPLATES: dict = {}
+EXIT_SAID = 1.0  # seconds the template has to say how a child it reaped ended
 PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 
 
@@ -151,11 +152,16 @@ class StudentTemplate:
         return ip, child, group.oom_kills() if group is not None else 0
 
     def exit_status(self, child: psutil.Process) -> int | None:
-        """How ``child`` ended, as its template saw it (None: not known)."""
-        if self.km is None:
-            return None
+        """How ``child``, which has ended, ended, as its template saw it (None: not known).
+        The template says so just after it reaps the child: a moment is allowed for it."""
         pid = getattr(child, "_sandbox_pid", None)
-        return self.km.template_said().get(pid) if pid is not None else None
+        deadline = time.monotonic() + EXIT_SAID
+        while self.km is not None and pid is not None:
+            status = self.km.template_said().get(pid)
+            if status is not None or time.monotonic() > deadline:
+                return status
+            time.sleep(0.02)
+        return None
 
     def oom_kills(self) -> int:
         group = getattr(self.km, "_group", None) if self.km is not None else None
