@@ -185,13 +185,12 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
     route = {}
     for back, front, *_ in pairs:
         route[back], route[front] = front, back
+    # One poller: a source is left out only while its target has not taken the last
+    # message (so the relay never holds more than one message per direction).
+    poller = zmq.Poller()
+    for socket in [*monitors, *route]:
+        poller.register(socket, zmq.POLLIN)
     while True:
-        poller = zmq.Poller()
-        for monitor in monitors:
-            poller.register(monitor, zmq.POLLIN)
-        for source, target in route.items():
-            if target not in pending:
-                poller.register(source, zmq.POLLIN)
         for source, _ in poller.poll(10 if pending else 1000):
             if source in monitors:
                 _end(f"cut {monitors[source]}", CUT)
@@ -201,6 +200,7 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
                 if size > max_bytes or len(frames) > MAX_FRAMES:
                     _end(f"flood {size}", FLOODED)
             pending[route[source]] = frames
+            poller.unregister(source)
         for target, frames in list(pending.items()):
             try:
                 target.send_multipart(frames, flags=zmq.DONTWAIT, copy=False)
@@ -210,6 +210,7 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
                 if exc.errno != zmq.EHOSTUNREACH:  # the grader's client is gone: drop it
                     raise
             del pending[target]
+            poller.register(route[target], zmq.POLLIN)
 
 
 def main() -> None:
