@@ -191,9 +191,10 @@ def hostile_cases() -> list[Case]:
 
 def broken_cases() -> list[Case]:
     return [
-        Case("bad-json", 0.0, "invalid notebook"),
-        Case("wrong-name", 0.0, "no notebook", route="zip"),
-        Case("empty-entry", 0.0, "invalid notebook", route="zip"),
+        # No grade: a blank score in every export and report, never a 0.
+        Case("bad-json", None, "invalid notebook"),
+        Case("wrong-name", None, "no notebook", route="zip"),
+        Case("empty-entry", None, "invalid notebook", route="zip"),
     ]
 
 

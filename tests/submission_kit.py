@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import nbformat
 
@@ -94,6 +95,49 @@ class Mistake:
     @property
     def score(self) -> float:
         return sum(self.POINTS.values()) - sum(self.POINTS[grade_id] for grade_id in self.fails)
+
+
+class Unit(NamedTuple):
+    """The names every unit's module starts with, read from the unit's committed notebooks:
+    ``SOURCE, RELEASE, SOLUTIONS, POINTS, TOTAL, Mistake, answer_values_in = kit.unit(...)``."""
+
+    source: Path
+    release: Path
+    solutions: dict[str, str]
+    points: dict[str, float]
+    total: float
+    mistake: type[Mistake]
+    answer_values_in: Callable[[str], list[str]]
+
+
+def unit(assignment: str, answer_values: tuple[str, ...], module: str) -> Unit:
+    """``module`` is the unit module's ``__name__``: its Mistake is that module's (pickle)."""
+    source = ROOT / "source" / assignment / f"{assignment}.ipynb"
+    solutions, points = read_solutions(source), read_points(source)
+    mistake = type(
+        "Mistake",
+        (Mistake,),
+        {
+            "__doc__": f"A common mistake of the {assignment} exercises (see kit.Mistake).",
+            "__module__": module,
+            "SOLUTIONS": solutions,
+            "POINTS": points,
+        },
+    )
+
+    def answer_values_in(text: str) -> list[str]:
+        """The answer values that ``text`` shows as numbers of their own."""
+        return values_in(answer_values, text)
+
+    return Unit(
+        source,
+        ROOT / "release" / assignment / f"{assignment}.ipynb",
+        solutions,
+        points,
+        sum(points.values()),
+        mistake,
+        answer_values_in,
+    )
 
 
 def make_submission(release_nb_path: Path | str, answers: dict[str, str] | None = None):

@@ -18,13 +18,7 @@ from pathlib import Path
 
 from tests import submission_kit as kit
 
-from_kit = (kit.read_points, kit.read_solutions, kit.without_cell, kit.with_cell_source)
-read_points, read_solutions, without_cell, with_cell_source = from_kit
-
-ROOT = kit.ROOT
 ASSIGNMENT = "gpu_tensors"
-SOURCE = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
 
 # The answers to the seed's own questions, as they would be printed. None of them may
@@ -41,21 +35,11 @@ ANSWER_VALUES: tuple[str, ...] = (
 )
 
 
-def answer_values_in(text: str) -> list[str]:
-    """The ANSWER_VALUES that `text` shows as numbers of their own (not inside 0.7864321 or float64)."""
-    return kit.values_in(ANSWER_VALUES, text)
-
-
-SOLUTIONS: dict[str, str] = read_solutions(SOURCE)
-POINTS: dict[str, float] = read_points(SOURCE)
-TOTAL: float = sum(POINTS.values())
-
-
-class Mistake(kit.Mistake):
-    """A common mistake of these exercises (see kit.Mistake)."""
-
-    SOLUTIONS = SOLUTIONS
-    POINTS = POINTS
+ROOT = kit.ROOT
+without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
+SOURCE, RELEASE, SOLUTIONS, POINTS, TOTAL, Mistake, answer_values_in = kit.unit(
+    ASSIGNMENT, ANSWER_VALUES, __name__
+)
 
 
 MISTAKES: dict[str, Mistake] = {

@@ -9,11 +9,7 @@ from pathlib import Path
 
 from tests import submission_kit as kit
 
-ROOT = kit.ROOT
 ASSIGNMENT = "gpu_training"
-SOURCE = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
 
 # The answers to the Check yourself questions, as they would be printed. None of them may
 # appear in the release, in a visible test, or in a failure message. (The waits, 1,000, 10
@@ -21,21 +17,11 @@ without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
 ANSWER_VALUES: tuple[str, ...] = ("400", "200", "300", "400.0", "200.0", "300.0")
 
 
-def answer_values_in(text: str) -> list[str]:
-    """The ANSWER_VALUES that `text` shows as numbers of their own."""
-    return kit.values_in(ANSWER_VALUES, text)
-
-
-SOLUTIONS: dict[str, str] = kit.read_solutions(SOURCE)
-POINTS: dict[str, float] = kit.read_points(SOURCE)
-TOTAL: float = sum(POINTS.values())
-
-
-class Mistake(kit.Mistake):
-    """A common mistake of these exercises (see kit.Mistake)."""
-
-    SOLUTIONS = SOLUTIONS
-    POINTS = POINTS
+ROOT = kit.ROOT
+without_cell, with_cell_source = kit.without_cell, kit.with_cell_source
+SOURCE, RELEASE, SOLUTIONS, POINTS, TOTAL, Mistake, answer_values_in = kit.unit(
+    ASSIGNMENT, ANSWER_VALUES, __name__
+)
 
 
 def _train_step(*body: str) -> str:

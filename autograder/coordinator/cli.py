@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing.util
 import os
 import sys
 from pathlib import Path
@@ -161,6 +162,9 @@ def main(argv=None) -> int:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
+            # What multiprocessing would do at a normal exit, from its own finalizers:
+            # unlink the pool's semaphores, or its resource tracker says they leaked.
+            multiprocessing.util._run_finalizers(0)
         os._exit(130)
     return status
 
@@ -334,12 +338,13 @@ def run_import(args, course: Path, assignment: str) -> None:
         raise InstructorError(f"no such zip file: {args.zip}")
     if args.folder and not args.folder.is_dir():
         raise InstructorError(f"no such folder: {args.folder}")
+    only = args.students  # --student: only theirs are imported, as they alone are graded
     if args.collect:
-        problems = importers.import_exchange(course, assignment)
+        problems = importers.import_exchange(course, assignment, only)
     elif args.zip:
-        problems = importers.import_zip(course, assignment, args.zip.resolve())
+        problems = importers.import_zip(course, assignment, args.zip.resolve(), only)
     elif args.folder:
-        problems = importers.import_folder(course, assignment, args.folder.resolve())
+        problems = importers.import_folder(course, assignment, args.folder.resolve(), only)
     else:
         return
     for student, _, message in problems:

@@ -368,19 +368,22 @@ def _quiet(*_) -> None:
 
 
 def _stop_when_told(stop) -> None:
-    """Remove this worker's copies of the course and its test kernels' folders, end its
-    test kernels (its student kernels die with it: PR_SET_PDEATHSIG), and exit."""
-    from autograder.worker import trusted_kernel, worker
+    """Remove this worker's copies of the course, end its test kernels and its student
+    kernels' templates and remove their folders (the kernels themselves die with the
+    worker: PR_SET_PDEATHSIG), and exit."""
+    from autograder.sandbox.watchdog import kill_tree
+    from autograder.worker import student_kernels, trusted_kernel, worker
 
     stop.wait()
     _quiet()
     for folder in [*worker._SCRATCH.values(), *worker._PREPARED.values()]:
         shutil.rmtree(folder, ignore_errors=True)
-    for kernel in list(trusted_kernel._TEMPLATES.values()):
+    kernels = [*trusted_kernel._TEMPLATES.values(), *student_kernels._TEMPLATES.values()]
+    for kernel in kernels:
         with contextlib.suppress(Exception):
             km = kernel.km
             if km is not None and km.provisioner is not None and km.provisioner.pid:
-                trusted_kernel.kill_tree(km.provisioner.pid)
+                kill_tree(km.provisioner.pid)
         if kernel.folder is not None:
             shutil.rmtree(kernel.folder, ignore_errors=True)
     os._exit(128 + signal.SIGTERM)
@@ -558,11 +561,10 @@ def _save_grades(
     db_url = config.CourseDirectory.db_url
     with Gradebook(db_url) as gb:
         gb.update_or_create_student(student)
+        # A submission without a date (a folder import) has none: never an older
+        # attempt's, with its late penalty (nbgrader's own autograde keeps that one).
         stamp = parse_utc(timestamp) if timestamp else None
-        if stamp is not None:
-            gb.update_or_create_submission(assignment, student, timestamp=stamp)
-        else:
-            gb.update_or_create_submission(assignment, student)
+        gb.update_or_create_submission(assignment, student, timestamp=stamp)
         for name, data in notebooks.items():
             nb = nbformat.reads(data.decode("utf-8"), as_version=4)
             resources = {

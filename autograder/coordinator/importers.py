@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
-from autograder.config import exchange_config, file_limits, load_course_config
+from autograder.config import exchange_config, file_limits, gradebook_url, load_course_config
 from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
@@ -75,6 +76,80 @@ def _limits(config) -> tuple[int, int, int]:
     return file_limits(config)[0], limits.max_total_mb * 1_000_000, limits.max_entries
 
 
+# -- whose work an import may write ------------------------------------------------------
+class Gate:
+    """Which students an import writes.
+
+    - Only those chosen with ``course-grade --student`` (everyone without): the others'
+      entries are not read, and their submissions stay as they were.
+    - Never an id that differs only in case from another, in this import or already in the
+      course (``submitted/`` or the gradebook's students). An LMS's usernames ignore case
+      and nbgrader's ids do not: ``Ada`` beside ``ada`` would be two gradebook students, one
+      of them a row of zeros in every export. No spelling new to the course is guessed at:
+      each such id is refused and reported, and what is in ``submitted/`` stays.
+    """
+
+    def __init__(self, course_root: Path, only: Iterable[str] | None = None):
+        self.only = set(only) if only else None
+        self.known = _known_ids(course_root)
+        self.left_out: set[str] = set()
+
+    def chosen(self, student: str) -> bool:
+        """Whether a student's entries are this import's to read ("" is no one's: yes)."""
+        if not student or self.only is None or student in self.only:
+            return True
+        self.left_out.add(student)
+        return False
+
+    def clashes(self, ids: Iterable[str]) -> tuple[set[str], list[Problem]]:
+        """The ids to take, and a problem for each id refused for its case."""
+        ids = set(ids)
+        spellings: dict[str, set[str]] = {}
+        for student in ids | self.known:
+            spellings.setdefault(student.casefold(), set()).add(student)
+        taken, problems = set(), []
+        for student in sorted(ids):
+            others = sorted(spellings[student.casefold()] - {student})
+            if not others:
+                taken.add(student)
+                continue
+            where = "in this import" if set(others) & ids else "already in the course"
+            problems.append(
+                (
+                    student,
+                    NEEDS_REVIEW,
+                    f"{student!r} and {', '.join(map(repr, others))} ({where}) differ only "
+                    f"in case: nbgrader counts them as two students, so {student!r} was not "
+                    "taken; give each student one spelling (rename the entry, or the "
+                    "folder in submitted/) and import again",
+                )
+            )
+        return taken, problems
+
+    def left_out_note(self, source: str) -> list[Problem]:
+        if not self.left_out:
+            return []
+        return [
+            ("", NOTE, f"{len(self.left_out)} other student(s) in {source} left out (--student)")
+        ]
+
+
+def _known_ids(course_root: Path) -> set[str]:
+    """Student ids the course already has: folders in submitted/, the gradebook's students."""
+    submitted = course_root / "submitted"
+    ids = set()
+    if submitted.is_dir() and not submitted.is_symlink():
+        ids = {e.name for e in os.scandir(submitted) if e.is_dir(follow_symlinks=False)}
+    url = gradebook_url(load_course_config(course_root), course_root)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :].split("?")[0]).is_file():
+        return ids  # no gradebook yet: opening one would make it
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url) as gb:
+        ids |= {student.id for student in gb.students}
+    return ids
+
+
 # -- the nbgrader exchange ---------------------------------------------------------------
 class SafeExchangeCollect(ExchangeCollect):
     """nbgrader's collect, for inbound folders that students wrote.
@@ -95,14 +170,21 @@ class SafeExchangeCollect(ExchangeCollect):
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
         self.problems: list[Problem] = []
+        gate = getattr(self, "gate", None) or Gate(Path(self.coursedir.root))
         records: dict[str, list[dict]] = {}
         for entry in sorted(os.scandir(self.inbound_path), key=lambda e: e.name):
             record = self._record(entry)
             if record is not None:
                 records.setdefault(record["username"], []).append(record)
+        self.problems = [p for p in self.problems if gate.chosen(p[0])]
+        records = {student: r for student, r in records.items() if gate.chosen(student)}
+        taken, clashes = gate.clashes(records)
+        self.problems += clashes + gate.left_out_note("the exchange")
         self.duedate = self._duedate()
         self.src_records = []
-        for attempts in records.values():
+        for student, attempts in sorted(records.items()):
+            if student not in taken:
+                continue
             attempts.sort(key=lambda r: r["timestamp"], reverse=True)
             on_time = [r for r in attempts if self.duedate and r["timestamp"] <= self.duedate]
             self.src_records.append(on_time[0] if on_time and self.before_duedate else attempts[0])
@@ -192,39 +274,46 @@ class SafeExchangeCollect(ExchangeCollect):
             _remove_folder(Path(dest))
             return
         stamp = Path(src).name.rsplit("+", 3)[2]
-        kept = newer_kept(Path(dest), stamp)
+        kept = newer_kept(Path(dest), stamp, "exchange")
         if kept:  # (``log`` here is nbgrader's argument)
-            logging.getLogger(__name__).warning(
-                "%s: kept the submission of %s, newer than the exchange's of %s",
-                student,
-                kept,
-                stamp,
-            )
+            logging.getLogger(__name__).warning("%s: %s", student, kept)
             return
         files["timestamp.txt"] = stamp.encode()
         safefiles.replace_folder(Path(dest), files)
 
 
-def newer_kept(dest: Path, stamp: str) -> str | None:
-    """The date of the submission already at ``dest`` where it is newer than ``stamp`` (an
-    import's date), else None: an import never puts an older attempt in place of a newer
-    one, whichever way each came (exchange, LMS download). A date that cannot be read
-    counts as older."""
+def newer_kept(dest: Path, stamp: str, source: str) -> str | None:
+    """Why the submission already at ``dest`` stays in place of an import's attempt dated
+    ``stamp``, or None. An import never puts an older attempt in place of a newer one,
+    whichever way each came (exchange, LMS download); nor a dated attempt in place of an
+    undated one that the instructor put there (``--folder``, or by hand): that is the
+    instructor's choice to undo. A date that cannot be read counts as older."""
     from nbgrader.utils import parse_utc
 
     kept = dest / "timestamp.txt"
-    if dest.is_symlink() or not dest.is_dir() or kept.is_symlink() or not kept.is_file():
+    if dest.is_symlink() or not dest.is_dir():
+        return None
+    if not kept.exists() and not kept.is_symlink():
+        if not any(dest.glob("*.ipynb")):
+            return None
+        return (
+            f"kept the undated submission in submitted/ (from --folder, or put there by "
+            f"hand) in place of the {source}'s of {stamp}; remove that folder to take it"
+        )
+    if kept.is_symlink() or not kept.is_file():
         return None
     try:
         kept_text = safefiles.read_bytes(kept, 200).decode().strip()
         if parse_utc(kept_text) > parse_utc(stamp):
-            return kept_text
+            return f"kept the submission of {kept_text}, newer than the {source}'s of {stamp}"
     except (safefiles.Unsafe, ValueError, TypeError, OverflowError):
         return None
     return None
 
 
-def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
+def import_exchange(
+    course_root: Path, assignment: str, only: Iterable[str] | None = None
+) -> list[Problem]:
     from nbgrader.auth import Authenticator
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import ExchangeFactory
@@ -238,6 +327,7 @@ def import_exchange(course_root: Path, assignment: str) -> list[Problem]:
         config=config,
     )
     collect.update = True
+    collect.gate = Gate(course_root, only)
     try:
         collect.start()
     except ExchangeError as exc:  # no exchange, no course in it: the instructor's to fix
@@ -322,9 +412,12 @@ class EntryNames:
         return file_id
 
 
-def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Problem]:
+def import_zip(
+    course_root: Path, assignment: str, zip_path: Path, only: Iterable[str] | None = None
+) -> list[Problem]:
     """Import an LMS download: each student's latest attempt, within bounds per file,
-    per student (nbgrader's max_file_size and max_dir_size) and per download."""
+    per student (nbgrader's max_file_size and max_dir_size) and per download; with
+    ``only``, those students' entries alone."""
     config = load_course_config(course_root)
     each, total_limit, max_entries = _limits(config)
     per_student = file_limits(config)[1]
@@ -336,6 +429,7 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
     refused: set[str] = set()  # students with an entry that was not taken
     spent: dict[str, int] = {}
     total = 0
+    gate = Gate(course_root, only)
     try:
         archive = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -356,6 +450,8 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
             student = info.get("student_id", "") if info else ""
             if student and not valid_student_id(student):
                 student = ""
+            if not gate.chosen(student):
+                continue
             if student:
                 heads.setdefault(student, set()).add(info["head"])
             why = _entry_problem(name, info)
@@ -394,7 +490,10 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
                 spent[student] = spent.get(student, 0) + len(data)
                 _choose(chosen, ties, student, info, data, name)
     notebooks = expected_notebooks(course_root, assignment)
-    for student in sorted(set(chosen) | refused):
+    taken, clashes = gate.clashes(set(chosen) | refused)
+    problems = [p for p in problems if not p[0] or p[0] in taken]
+    problems += clashes + gate.left_out_note(Path(zip_path).name)
+    for student in sorted(taken):
         folder = course_root / "submitted" / student / assignment
         files = chosen.get(student, {})
         if len(heads.get(student, ())) > 1:
@@ -427,14 +526,9 @@ def import_zip(course_root: Path, assignment: str, zip_path: Path) -> list[Probl
             stamps = sorted(stamp for stamp, _, _ in files.values() if stamp)
             contents = {file_id: data for file_id, (_, data, _) in files.items()}
             stamp = _timestamp(stamps[-1]) if stamps else None
-            kept = newer_kept(folder, stamp) if stamp else None
+            kept = newer_kept(folder, stamp, "download") if stamp else None
             if kept:
-                log.warning(
-                    "%s: kept the submission of %s, newer than the download's of %s",
-                    student,
-                    kept,
-                    stamp,
-                )
+                log.warning("%s: %s", student, kept)
                 continue
             if stamp:
                 contents["timestamp.txt"] = stamp.encode()
@@ -493,8 +587,14 @@ def _shown(name: str) -> str:
 
 
 # -- a folder of notebooks named by student ----------------------------------------------
-def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Problem]:
+def import_folder(
+    course_root: Path, assignment: str, folder: Path, only: Iterable[str] | None = None
+) -> list[Problem]:
+    """Import ``<student>.ipynb`` files or ``<student>/`` folders. A folder's own
+    ``timestamp.txt`` is the submission's date; a submission without one has no date (no
+    late penalty, and never an older attempt's)."""
     config = load_course_config(course_root)
+    gate = Gate(course_root, only)
     each, total_limit, _ = _limits(config)
     notebooks = expected_notebooks(course_root, assignment)
     problems: list[Problem] = []
@@ -517,8 +617,13 @@ def import_folder(course_root: Path, assignment: str, folder: Path) -> list[Prob
                 )
             )
             continue
-        found.setdefault(student, []).append(entry)
+        if gate.chosen(student):
+            found.setdefault(student, []).append(entry)
+    taken, clashes = gate.clashes(found)
+    problems += clashes + gate.left_out_note(f"{folder.name}/")
     for student, entries in sorted(found.items()):
+        if student not in taken:
+            continue
         if len(entries) > 1:
             names = " and ".join(
                 e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries

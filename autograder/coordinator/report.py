@@ -105,10 +105,10 @@ def from_gradebook(course_root: Path, assignment: str, outcomes: list[dict]) -> 
     """The outcomes with the gradebook's scores: what every report and export shows."""
     scores = gradebook_scores(course_root, assignment)
     none = ungraded(course_root, assignment)
-    # An ungraded submission keeps the outcome's own score (none for a grader's error):
-    # the gradebook's 0 for it is no grade, and the class report leaves it out.
+    # An ungraded submission has no score, as in grades.csv: the gradebook's 0 for it is
+    # no grade, and the class report leaves it out.
     return [
-        {**o, "max_score": None}
+        {**o, "score": None, "max_score": None}
         if o["student_id"] in none
         else {**o, **scores[o["student_id"]]}
         if o["student_id"] in scores

@@ -36,6 +36,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
+from traitlets import List
 
 HIDDEN_NOTE = "# (hidden tests: their code is not shown)"
 
@@ -126,6 +127,12 @@ class SafeOutputMetadata(Preprocessor):
 
 class HideHiddenTests(ClearHiddenTests):
     """Removes hidden-test source and reduces those cells' outputs to pass/fail + message."""
+
+    # The HTML exporter hands every preprocessor its display_data_priority; taking it as
+    # config (as nbgrader's GetGrades does) keeps traitlets from warning of it each page.
+    display_data_priority = List(list(ClearHiddenTests.display_data_priority.default())).tag(
+        config=True
+    )
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:

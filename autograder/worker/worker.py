@@ -20,8 +20,10 @@ import atexit
 import contextlib
 import fcntl
 import io
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -329,6 +331,8 @@ def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
     handler = logging.StreamHandler(buffer)
     handler.setLevel(logging.WARNING)
     app.log.addHandler(handler)
+    released = ReleasedChecksums(config)
+    app.log.addFilter(released)
     app.force = True
     if hasattr(app, "create_student"):
         app.create_student = True
@@ -339,6 +343,31 @@ def _run_nbgrader(converter: str, config) -> tuple[bool, str]:
         return False, buffer.getvalue() + f"\n{type(exc).__name__}: {exc}"
     finally:
         app.log.removeHandler(handler)
+        app.log.removeFilter(released)
+
+
+class ReleasedChecksums(logging.Filter):
+    """Drops nbgrader's false alarm "Attribute 'checksum' for cell ... has changed!" for a
+    test cell exactly as released: the gradebook keeps the checksum of the cell with its
+    hidden tests, the release the one without (jupyter/nbgrader#1961). A cell a student
+    did change still warns."""
+
+    WARNING = re.compile(r"Attribute 'checksum' for cell (\S+) has changed! .*got: (\w+)\)")
+
+    def __init__(self, config):
+        super().__init__()
+        course = Path(config.CourseDirectory.root or ".")
+        self.released: dict[str, str] = {}
+        for notebook in (course / "release" / config.CourseDirectory.assignment_id).glob("*.ipynb"):
+            with contextlib.suppress(OSError, ValueError):
+                for cell in json.loads(notebook.read_text()).get("cells", []):
+                    grading = cell.get("metadata", {}).get("nbgrader", {})
+                    if grading.get("grade_id") and grading.get("checksum"):
+                        self.released[grading["grade_id"]] = grading["checksum"]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = self.WARNING.match(record.getMessage())
+        return not (found and self.released.get(found[1]) == found[2])
 
 
 def _scores(config, assignment: str, student: str) -> tuple[float, float]:

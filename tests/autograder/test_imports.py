@@ -433,3 +433,117 @@ def test_an_import_never_puts_an_older_attempt_over_a_newer_submission(course, t
     bo = course / "submitted" / "bo" / "gpu_tensors"
     assert (bo / "gpu_tensors.ipynb").read_bytes() == NB
     assert (bo / "timestamp.txt").read_text().startswith("2026-12-02 14:31:00")
+
+
+def _warnings_of(run) -> list[str]:
+    said = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger = logging.getLogger("autograder.coordinator.importers")
+    logger.addHandler(handler)
+    try:
+        run()
+    finally:
+        logger.removeHandler(handler)
+    return said
+
+
+def test_an_undated_folder_import_is_not_replaced_by_a_dated_attempt(course, tmp_path):
+    """What the instructor put in submitted/ with --folder (no date) stays when a download
+    or the exchange brings an attempt of that student; the instructor is told how to take
+    it instead."""
+    inbox_folder = tmp_path / "inbox"
+    inbox_folder.mkdir()
+    (inbox_folder / "ada.ipynb").write_bytes(BLANK)
+    assert importers.import_folder(course, "gpu_tensors", inbox_folder) == []
+    ada = course / "submitted" / "ada" / "gpu_tensors"
+    assert not (ada / "timestamp.txt").exists()
+    entries = [("gpu_tensors_ada_attempt_2026-12-02-14-31-00_gpu_tensors.ipynb", NB)]
+    said = _warnings_of(
+        lambda: importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    )
+    assert (ada / "gpu_tensors.ipynb").read_bytes() == BLANK
+    assert any(m.startswith("ada: kept the undated submission") for m in said), said
+    assert any("remove that folder to take it" in m for m in said)
+
+
+def test_with_chosen_students_an_import_takes_only_theirs(course, tmp_path):
+    """course-grade --student ada --zip/--folder: the others' entries are not read and
+    their submissions stay as they were."""
+    bo = course / "submitted" / "bo" / "gpu_tensors"
+    bo.mkdir(parents=True)
+    (bo / "gpu_tensors.ipynb").write_bytes(b"bo's older work")
+    entries = [
+        ("gpu_tensors_ada_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_bo_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_cy_attempt_2024-03-01_gpu_tensors.ipynb", b"x" * 2_000_000),  # too big
+    ]
+    download = make_zip(tmp_path / "d.zip", entries)
+    problems = importers.import_zip(course, "gpu_tensors", download, only={"ada"})
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["ada", "bo"]
+    assert (bo / "gpu_tensors.ipynb").read_bytes() == b"bo's older work"
+    assert [(s, f) for s, f, _ in problems] == [("", "note")]  # cy's problem is not ada's
+    assert "2 other student(s) in d.zip left out (--student)" in problems[0][2]
+    inbox_folder = tmp_path / "inbox"
+    inbox_folder.mkdir()
+    for student in ("bo", "dee"):
+        (inbox_folder / f"{student}.ipynb").write_bytes(NB)
+    importers.import_folder(course, "gpu_tensors", inbox_folder, only={"dee"})
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["ada", "bo", "dee"]
+    assert (bo / "gpu_tensors.ipynb").read_bytes() == b"bo's older work"
+
+
+def test_ids_that_differ_only_in_case_are_refused_never_two_students(course, tmp_path):
+    """An LMS's usernames ignore case, nbgrader's ids do not: 'Ada' and 'ada' in one
+    download are both refused; 'Bo' beside a 'bo' already in the course is refused and bo's
+    submission stays."""
+    bo = course / "submitted" / "bo" / "gpu_tensors"
+    bo.mkdir(parents=True)
+    (bo / "gpu_tensors.ipynb").write_bytes(b"bo's work")
+    entries = [
+        ("gpu_tensors_Ada_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_ada_attempt_2024-03-02_gpu_tensors.ipynb", BLANK),
+        ("gpu_tensors_Bo_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_cy_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+    ]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["bo", "cy"]
+    assert (bo / "gpu_tensors.ipynb").read_bytes() == b"bo's work"
+    said = {student: (fate, message) for student, fate, message in problems}
+    assert set(said) == {"Ada", "ada", "Bo"}
+    assert all(fate == "needs review" for fate, _ in said.values())
+    assert "differ only in case" in said["Ada"][1] and "in this import" in said["Ada"][1]
+    assert "'Bo' and 'bo' (already in the course)" in said["Bo"][1]
+    inbox_folder = tmp_path / "inbox"
+    inbox_folder.mkdir()
+    (inbox_folder / "CY.ipynb").write_bytes(BLANK)
+    [(student, fate, _)] = importers.import_folder(course, "gpu_tensors", inbox_folder)
+    assert (student, fate) == ("CY", "needs review")
+    assert not (course / "submitted" / "CY").exists()
+
+
+def test_a_submission_without_a_date_never_keeps_an_older_attempts_date(course):
+    """A folder import has no date: the gradebook's submission loses the older attempt's
+    (nbgrader's autograde would keep it, and its late penalty)."""
+    import datetime
+
+    from nbgrader.api import Gradebook
+
+    from autograder.config import grading_config
+    from autograder.coordinator import grade
+    from tests.class_fixture import nbgrader
+
+    nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    url = grading_config(course).CourseDirectory.db_url
+    with Gradebook(url) as gb:
+        gb.update_or_create_student("ada")
+        gb.update_or_create_submission(
+            "gpu_tensors", "ada", timestamp=datetime.datetime(2099, 1, 1)
+        )
+    grade._save_grades(course, "gpu_tensors", "ada", {}, None)
+    with Gradebook(url) as gb:
+        assert gb.find_submission("gpu_tensors", "ada").timestamp is None
+    grade._save_grades(course, "gpu_tensors", "ada", {}, "2024-03-01 10:00:00 UTC")
+    with Gradebook(url) as gb:
+        stamp = gb.find_submission("gpu_tensors", "ada").timestamp
+    assert stamp == datetime.datetime(2024, 3, 1, 10, 0)

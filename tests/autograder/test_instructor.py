@@ -32,6 +32,7 @@ import pytest
 from autograder.config import load_course_config
 from autograder.coordinator import cli
 from tests.class_fixture import ASSIGNMENT, NOTEBOOK, TEST_LIMITS
+from tests.run_as import run_as
 from tests.submissions_gpu_tensors import RELEASE, SOLUTIONS, SOURCE, TOTAL, make_submission
 
 BIN = Path(sys.executable).parent
@@ -172,7 +173,7 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
         assert grades[student]["Question 1"] == "", student
         assert canvas[student] == "", student
         assert reported[student]["fate"] == fate and reported[student]["max_score"] == "", student
-    assert reported["eve"]["score"] == ""  # no grade, not the gradebook's 0
+        assert reported[student]["score"] == "", student  # no grade, not the gradebook's 0
     assert reported["eve"]["details"] == "nbgrader autograde failed: X"
     assert float(grades["ada"]["score"]) == 0 and canvas["ada"] == "0"
     assert float(grades["fay"]["score"]) == 0 and canvas["fay"] == "0"
@@ -194,32 +195,10 @@ pytestmark = [
 def as_user(
     user: str, argv: list[str], cwd: Path, path: str = f"{BIN}:/usr/bin:/bin"
 ) -> subprocess.CompletedProcess:
-    """Run as a real user. This machine's Python lives under /root (0700): an outer bwrap
-    opens only it to them, as a laptop's Python is open to its user."""
+    """Run as a real user (tests/run_as.py)."""
     pw = pwd.getpwnam(user)
-    python_home = os.path.realpath(sys.base_prefix).split("/versions/")[0]
-    outer = [
-        "bwrap",
-        "--dev-bind",
-        "/",
-        "/",
-        "--perms",
-        "0755",
-        "--tmpfs",
-        "/root",
-        "--ro-bind",
-        python_home,
-        python_home,
-        "--chdir",
-        str(cwd),
-        "--",
-        "setpriv",
-        f"--reuid={pw.pw_uid}",
-        f"--regid={pw.pw_gid}",
-        "--clear-groups",
-    ]
     env = {"PATH": path, "HOME": pw.pw_dir, "USER": user, "LANG": "C.UTF-8"}
-    return subprocess.run(outer + argv, capture_output=True, text=True, env=env, timeout=300)
+    return run_as(pw.pw_uid, pw.pw_gid, argv, env, cwd=cwd)
 
 
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -377,7 +356,9 @@ def life():
 
         with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
             gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
+        before = set(Path("/tmp").glob("cg-*"))
         runs["interrupted"] = interrupt_after_first_grade(course)  # as root (sudo)
+        runs["left in /tmp"] = sorted(str(p) for p in set(Path("/tmp").glob("cg-*")) - before)
         ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
         runs["kept"] = {p.stem: p.read_text() for p in ledger.glob("*.json")}
         forge(exchange, course_id, "cg19cy", victim=sorted(runs["kept"])[0])
@@ -407,6 +388,10 @@ def test_ctrl_c_says_what_was_kept_and_the_next_run_grades_the_rest(life):
     assert "Traceback" not in stopped.stderr and "KeyboardInterrupt" not in stopped.stderr
     assert "graded in this run are kept" in stopped.stderr
     assert "run the same command to grade the rest" in stopped.stderr
+    # The workers' copies of the course and their kernels' templates are gone, and the
+    # pool's semaphores were released (no "leaked semaphore" from the resource tracker).
+    assert runs["left in /tmp"] == []
+    assert "leaked" not in stopped.stderr, stopped.stderr[-2000:]
     rest = ok(runs["rest"])
     assert "SAWarning" not in rest.stderr and "Traceback" not in rest.stderr
     graded_now = {s for s, o in report(course).items() if o["this_run"] == "graded"}
