@@ -345,6 +345,19 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "crossed from the CPU for a batch of",
     ),
+    "float_list_to_device": Mistake(
+        "to_device_uint8 makes the float32 batch on the device from a list of its values "
+        "(torch.tensor(list, device=...) copies without an op a dispatch mode sees; an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = torch.tensor(images.float().tolist(), device=device)",
+                *MEAN_STD,
+                "return (x / 255 - mean) / std",
+            )
+        },
+        ("test_q5_devices",),
+        "converted to float32 on the CPU",
+    ),
 }
 
 # Other right ways to answer: each earns every point.
@@ -418,6 +431,7 @@ IMPLAUSIBLE: dict[str, str] = {
 # the record of what crossed to the device, made in the student's kernel).
 COURSE_GRADE_SAMPLE = (
     "decoy_uint8_copy",
+    "float_list_to_device",
     "workers_ignored",
     "mean_on_the_cpu",
     "busy_as_fraction",

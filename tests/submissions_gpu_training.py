@@ -239,6 +239,23 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_stays_on_device",),
         "read a value on the host",
     ),
+    "prints_the_loss": Mistake(
+        "train_step prints the loss tensor every step (printing reads its value on the host, "
+        "and turns PyTorch's dispatch modes off while it formats; an outside attack)",
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "print('loss', loss)",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
     "hardcodes_cuda": Mistake(
         'train_step writes "cuda" instead of reading the model\'s device (no GPU here)',
         {
@@ -362,6 +379,7 @@ COURSE_GRADE_SAMPLE = (
     "reads_the_loss",
     "never_trains",
     "reads_off_meta",
+    "prints_the_loss",
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,

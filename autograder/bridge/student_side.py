@@ -110,35 +110,111 @@ def _recording(record):
 def copy_record(record: list):
     """A ``TorchDispatchMode`` that lets every operation run as it would, and appends to
     ``record`` one entry per copy between two devices: ``[op, from_device, to_device,
-    from_dtype, to_dtype, numel]``, all plain strings and an int. The ops are those that
-    copy a tensor's data elsewhere: ``aten._to_copy`` (``.to``, ``.cuda``, ``torch.as_tensor``
-    on a device) and ``aten.copy_`` (``x.copy_(src)``, ``x[...] = src``); and each value
-    read on the host (``aten._local_scalar_dense``: ``.item()``, ``float(t)``, an ``if`` on a
-    tensor), as ``[op, device, "host", dtype, dtype, numel]``. A copy that
-    also converts (``.to(device, torch.float32)``) is recorded with both dtypes: a blocking
-    copy from the CPU converts there, before the link (PyTorch's ``Copy.cu``). The
-    exercises' checks cell records the same way where there is no course-grade."""
+    from_dtype, to_dtype, numel]``, all plain strings and an int. The ops that copy a
+    tensor's data elsewhere are ``aten._to_copy`` (``.to``, ``.cuda``) and ``aten.copy_``
+    (``x.copy_(src)``, ``x[...] = src``); a tensor made on a device from data on the host
+    (``torch.tensor``, ``torch.as_tensor``, ``torch.asarray``, which copy without an op that
+    a dispatch mode sees) is a copy from the CPU, in the dtype the data was made there.
+    Each value read on the host is ``[op, device, "host", dtype, dtype, numel]``: ``.item()``,
+    ``float(t)``, an ``if`` on a tensor (``aten._local_scalar_dense``), and a tensor printed,
+    formatted, or made a list or a NumPy array (``__repr__``, ``__format__``, ``tolist``,
+    ``numpy``, ``__array__``, which read without dispatching). One read or copy is one
+    entry, whatever it runs inside. A copy that also converts (``.to(device,
+    torch.float32)``) is recorded with both dtypes: a blocking copy from the CPU converts
+    there, before the link (PyTorch's ``Copy.cu``). The exercises' checks cell records the
+    same way where there is no course-grade."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     aten = torch.ops.aten
+    inside: list[str] = []  # a read or a copy being recorded: what runs inside it is its own
+
+    def note(*entry) -> None:
+        if len(record) < MAX_RECORD:
+            record.append([*entry])
+
+    def name_of(dtype) -> str:
+        return str(dtype).removeprefix("torch.")
+
+    def host_read(name, method):
+        def read(self, *args, **kwargs):
+            if not inside:
+                note(
+                    name,
+                    self.device.type,
+                    "host",
+                    name_of(self.dtype),
+                    name_of(self.dtype),
+                    int(self.numel()),
+                )
+            inside.append(name)
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                inside.pop()
+
+        return read
+
+    def made_from_data(name, factory):
+        def make(data, *args, **kwargs):
+            inside.append(name)
+            try:
+                out = factory(data, *args, **kwargs)
+            finally:
+                inside.pop()
+            source = data.device.type if isinstance(data, torch.Tensor) else "cpu"
+            if not inside and isinstance(out, torch.Tensor) and out.device.type != source:
+                made = data.dtype if isinstance(data, torch.Tensor) else out.dtype
+                note(
+                    name,
+                    source,
+                    out.device.type,
+                    name_of(made),
+                    name_of(out.dtype),
+                    int(out.numel()),
+                )
+            return out
+
+        return make
+
+    wrapped = [
+        (torch.Tensor, n, host_read)
+        for n in ("__repr__", "__format__", "tolist", "numpy", "__array__")
+    ]
+    wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
 
     class CopyRecord(TorchDispatchMode):
+        def __enter__(self):
+            self.saved = [(owner, n, owner.__dict__.get(n)) for owner, n, _ in wrapped]
+            for owner, n, wrap in wrapped:
+                setattr(owner, n, wrap(n, getattr(owner, n)))
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            try:
+                return super().__exit__(*exc)
+            finally:
+                for owner, n, kept in self.saved:
+                    if kept is None:
+                        delattr(owner, n)  # it was inherited
+                    else:
+                        setattr(owner, n, kept)
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             packet = func.overloadpacket
+            if inside:
+                return out
             if packet is aten._local_scalar_dense:  # .item(), float(t), an if on a tensor
-                if isinstance(args[0], torch.Tensor) and len(record) < MAX_RECORD:
-                    dtype = str(args[0].dtype).removeprefix("torch.")
-                    record.append(
-                        [
-                            packet.__name__,
-                            args[0].device.type,
-                            "host",
-                            dtype,
-                            dtype,
-                            int(args[0].numel()),
-                        ]
+                if isinstance(args[0], torch.Tensor):
+                    dtype = name_of(args[0].dtype)
+                    note(
+                        packet.__name__,
+                        args[0].device.type,
+                        "host",
+                        dtype,
+                        dtype,
+                        int(args[0].numel()),
                     )
                 return out
             if packet is aten._to_copy:
@@ -151,17 +227,14 @@ def copy_record(record: list):
                 isinstance(source, torch.Tensor)
                 and isinstance(target, torch.Tensor)
                 and source.device.type != target.device.type
-                and len(record) < MAX_RECORD
             ):
-                record.append(
-                    [
-                        packet.__name__,
-                        source.device.type,
-                        target.device.type,
-                        str(source.dtype).removeprefix("torch."),
-                        str(target.dtype).removeprefix("torch."),
-                        int(source.numel()),
-                    ]
+                note(
+                    packet.__name__,
+                    source.device.type,
+                    target.device.type,
+                    name_of(source.dtype),
+                    name_of(target.dtype),
+                    int(source.numel()),
                 )
             return out
 

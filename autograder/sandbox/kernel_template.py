@@ -54,6 +54,7 @@ import time
 
 from autograder.bridge import plaindata
 from autograder.sandbox.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
+from autograder.sandbox.procs import live_threads
 
 _BRIDGE = plaindata.__name__.rpartition(".")[0]  # the bridge's package (follows a move)
 _COMMON = (
@@ -221,8 +222,8 @@ def _other_processes(keep: set[int]) -> list[int]:
             status = _status(int(name))
         except OSError:
             continue
-        if status.get("State", "").split()[:1] == ["Z"]:
-            continue
+        if status.get("State", "").split()[:1] == ["Z"] and not live_threads(int(name)):
+            continue  # ended: its parent has yet to reap it
         if int(status.get("Uid", "-1").split()[0]) == uid:
             found.append(int(name))
     return found

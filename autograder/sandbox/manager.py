@@ -50,6 +50,7 @@ from autograder.sandbox import cgroups, kernel_entry
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
 from autograder.sandbox.messages import BoundedSession
+from autograder.sandbox.procs import live_threads
 from autograder.sandbox.relay import CHANNELS, Relay
 from autograder.sandbox.watchdog import Watchdog, kill_tree
 
@@ -546,10 +547,14 @@ def _tree(pid: int) -> dict:
 
 
 def is_running(p: psutil.Process) -> bool:
+    """Whether a process still runs: not ended, and not a zombie, unless it is a zombie
+    only in name (its first thread ended on its own while others run on)."""
     try:
-        return p.status() != psutil.STATUS_ZOMBIE
+        if p.status() != psutil.STATUS_ZOMBIE:
+            return True
     except psutil.NoSuchProcess:
         return False
+    return live_threads(p.pid)
 
 
 def _sandboxed_root(pid: int, skip=None) -> tuple[str | None, int]:

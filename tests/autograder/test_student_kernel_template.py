@@ -116,6 +116,20 @@ def test_a_second_submissions_kernel_sees_nothing_of_the_first(tmp_path):
     assert texts == ["False False None False False ['second.txt']\n", "[]\n"]
 
 
+ZOMBIE_LEADER = """
+import ctypes, os, threading, time
+if os.fork():
+    os._exit(0)
+def write():
+    while True:
+        open('/tmp/zombie', 'w').write(str(os.getpid()))
+        time.sleep(0.02)
+threading.Thread(target=write).start()
+time.sleep(0.3)
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread alone
+"""
+
+
 def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
     """What an outside attacker did: an IPython startup file in folders made read-only
     (HOME is /tmp), a locked folder in /dev/shm, a System V shared memory segment, and a
@@ -140,8 +154,17 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "    os._exit(0)\n"
         "time.sleep(0.5); print(os.path.exists('/tmp/chain'))",
     ]
+    # A process whose first thread ends on its own (a raw exit system call) shows as a
+    # zombie while its other thread runs on (a later outside attacker's).
+    plant.append(
+        "import subprocess, sys, time\n"
+        f"stray = subprocess.Popen([sys.executable, '-c', {ZOMBIE_LEADER!r}], start_new_session=True)\n"
+        "time.sleep(1)\n"
+        "pid = int(open('/tmp/zombie').read())\n"
+        "print(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0])"
+    )
     texts, _ = run(plant, staged(tmp_path, "first.txt", "A"))
-    assert texts == ["True\nTrue\n"]
+    assert texts == ["True\nTrue\n", "Z\n"]
     harvest = [
         "import os, time\n"
         "time.sleep(1)\n"
@@ -150,7 +173,8 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "mine, pid = set(), os.getpid()\n"
         "while pid > 1:\n"
         "    mine.add(pid); pid = parent(pid)\n"
-        "print(os.path.exists('/tmp/chain'), os.path.exists(start := '/tmp/.ipython/profile_default/startup/00-x.py'),\n"
+        "print(os.path.exists('/tmp/chain') or os.path.exists('/tmp/zombie'),\n"
+        "      os.path.exists(start := '/tmp/.ipython/profile_default/startup/00-x.py'),\n"
         "      os.listdir('/dev/shm'), len(open('/proc/sysvipc/shm').readlines()) - 1,\n"
         "      'STARTUP_RAN' in globals(),\n"
         "      [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine\n"

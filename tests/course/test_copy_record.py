@@ -51,7 +51,13 @@ def copied_into(images, device, mean, std):
     return (target.copy_(images).float() / 255 - m) / s
 
 
-WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into]
+def made_from_a_float_list(images, device, mean, std):
+    """float32 made on the device from host data: no op a dispatch mode sees copies it."""
+    m, s = _stats(device)
+    return (torch.tensor((images.float() / 255).tolist(), device=device) - m) / s
+
+
+WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into, made_from_a_float_list]
 IMAGES = torch.randint(0, 256, (4, 3, 5, 7), dtype=torch.uint8)
 N = IMAGES.numel()
 
@@ -80,11 +86,17 @@ def student(monkeypatch):
 
 
 def test_the_record_names_each_copy_between_devices_with_its_dtypes():
+    stats = [["tensor", "cpu", "meta", "float32", "float32", 3]] * 2  # mean and std, made there
     expected = {
-        uint8_crosses: [["_to_copy", "cpu", "meta", "uint8", "uint8", N]],
+        uint8_crosses: [*stats, ["_to_copy", "cpu", "meta", "uint8", "uint8", N]],
         float32_crosses: [["_to_copy", "cpu", "meta", "float32", "float32", N]],
-        converted_in_the_copy: [["_to_copy", "cpu", "meta", "uint8", "float32", N]],
-        copied_into: [["copy_", "cpu", "meta", "uint8", "uint8", N]],
+        converted_in_the_copy: [*stats, ["_to_copy", "cpu", "meta", "uint8", "float32", N]],
+        copied_into: [*stats, ["copy_", "cpu", "meta", "uint8", "uint8", N]],
+        made_from_a_float_list: [
+            *stats,
+            ["tolist", "cpu", "host", "float32", "float32", N],
+            ["tensor", "cpu", "meta", "float32", "float32", N],
+        ],
     }
     for way, record in expected.items():
         got = []
@@ -108,6 +120,27 @@ def test_the_checks_record_a_call_as_the_students_kernel_does(checks, student, w
     remote_result, remote = checks["call_recorded"]("to_device_uint8", IMAGES, "meta", MEAN, STD)
     assert local == remote and local
     assert (remote_result.device.type, remote_result.dtype) == ("meta", torch.float32)
+
+
+def test_every_read_on_the_host_is_one_entry_and_the_record_leaves_torch_as_it_was():
+    """Reads that PyTorch makes without an op a dispatch mode sees (printing a tensor turns
+    the modes off while it formats) are recorded too, each once."""
+    import numpy as np
+
+    loss = torch.tensor(1.5)
+    before = (torch.Tensor.__dict__.get("tolist"), torch.Tensor.__repr__, torch.tensor)
+    got = []
+    with student_side.copy_record(got):
+        repr(loss), f"{loss}", f"{loss:.2f}", loss.tolist(), np.asarray(loss), loss.numpy()
+        loss.item(), float(loss), str(torch.nn.Parameter(torch.zeros(2)))
+    ops = [entry[0] for entry in got]
+    assert ops == ["__repr__", "__format__", "__format__", "tolist", "__array__", "numpy"] + [
+        "_local_scalar_dense",
+        "_local_scalar_dense",
+        "__repr__",
+    ]
+    assert all(entry[1:3] == ["cpu", "host"] for entry in got)
+    assert (torch.Tensor.__dict__.get("tolist"), torch.Tensor.__repr__, torch.tensor) == before
 
 
 def test_a_record_is_sent_only_when_asked(student):
@@ -160,5 +193,5 @@ def test_a_recorded_call_leaves_the_bridge_as_it_was(student):
     asking = trusted_side.ask
     result, record = trusted_side.StudentFunction("f").recorded(IMAGES, "meta", MEAN, STD)
     assert trusted_side.ask is asking
-    assert record == [["_to_copy", "cpu", "meta", "uint8", "uint8", N]]
+    assert record[-1] == ["_to_copy", "cpu", "meta", "uint8", "uint8", N]
     assert result.device.type == "meta" and tuple(result.shape) == tuple(IMAGES.shape)
