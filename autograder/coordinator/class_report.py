@@ -47,13 +47,20 @@ def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path
             if scores
             else f"{len(outcomes)} students; none graded"
         ),
-        histogram=_png(_histogram(scores, max_score)) if scores else "<p>No scores yet.</p>",
+        histogram=_png(_histogram(scores, max_score), _counted(scores, max_score))
+        if scores
+        else "<p>No scores yet.</p>",
         questions="".join(
             f"<tr><td>{html.escape(q)}</td><td>{points:g}</td><td>{n}</td>"
             f"<td>{100 * passed / n:.0f}%</td><td>{mean:.2f}</td></tr>"
             for q, (points, n, passed, mean) in questions.items()
         ),
-        rates=_png(_rates(questions)) if questions else "",
+        rates=_png(
+            _rates(questions),
+            "The share with full marks of each test cell in the table above, as bars.",
+        )
+        if questions
+        else "",
         mistakes="".join(
             f"<tr><td>{count}</td><td>{html.escape(cell)}</td><td>{html.escape(hint)}</td></tr>"
             for (cell, hint), count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))[
@@ -251,15 +258,30 @@ def _rates(questions: dict):
     return fig
 
 
-def _png(fig) -> str:
+def _counted(scores: list[float], max_score: float) -> str:
+    """The histogram in words, for a screen reader: how many students had each score."""
+    counts = sorted(Counter(round(s, 2) for s in scores).items())
+    listed = "; ".join(f"{score:g}: {n}" for score, n in counts)
+    return f"Scores of {len(scores)} graded students, out of {max_score:g} (score: students): {listed}."
+
+
+def _png(fig, alt: str) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
-    return (
-        f'<img alt="" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
-    )
+    data = base64.b64encode(buffer.getvalue()).decode()
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def prepare() -> None:
+    """Import matplotlib ahead (about a second of CPU), in a thread of the coordinator while
+    the workers grade: the class report is then written without that wait at the end."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
 
 
 PAGE = """<!DOCTYPE html>

@@ -23,6 +23,7 @@ import contextlib
 import multiprocessing.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 from autograder import logs
@@ -205,6 +206,9 @@ def run(args, course: Path) -> int:
                 graded[assignment] = recorded_outcomes(course, assignment)
                 regenerate_feedback(course, assignment, graded[assignment])
         else:
+            from autograder.coordinator import class_report
+
+            threading.Thread(target=class_report.prepare, daemon=True).start()
             with executor_for(args) as executor:
                 for assignment in assignments:
                     run_import(args, course, assignment)

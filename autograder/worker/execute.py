@@ -60,6 +60,12 @@ def grade_id(cell) -> str:
     return testplan.nbgrader_meta(cell).get("grade_id", "")
 
 
+# Steps that happen once per worker (and again where a template is replaced), not per
+# submission: the benchmark shows them per worker.
+STUDENT_TEMPLATE_START = "student kernel: its template's start (once per worker)"
+TEST_TEMPLATE_START = "test kernel: its template's start (once per worker, beside the student's)"
+
+
 class Clock(dict):
     """Seconds spent in each step of one run, for the report and the benchmark: a step
     timed as it runs (``step``; a step inside another, the student's functions inside
@@ -152,12 +158,24 @@ class TwoKernelExecute(Execute):
                 info = await self.async_wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
                 starting.__exit__(None, None, None)
+                # A template's own start (once per worker, or after one was replaced) is
+                # told apart from what every kernel's start costs.
+                kept = getattr(self.km, "_kept", None)
+                spent = kept.take_start_seconds() if kept is not None else 0.0
+                if spent:
+                    clock["student kernel: start"] = round(
+                        clock["student kernel: start"] - spent, 3
+                    )
+                    clock[STUDENT_TEMPLATE_START] = round(spent, 3)
                 if getattr(self.km, "without_template", None):
                     self.events.append(
                         Event(Kind.NO_TEMPLATE, where="student", reason=self.km.without_template)
                     )
                 with clock.step("test kernel: fork (beyond the student's start)"):
                     session = await forking
+                spent = kernel.take_start_seconds()
+                if spent:  # beside the student's kernel start, not after it
+                    clock[TEST_TEMPLATE_START] = round(spent, 3)
                 if kernel.without_template:
                     self.events.append(Event(Kind.NO_TEMPLATE, reason=kernel.without_template))
                 bridge = StudentBridge(self)

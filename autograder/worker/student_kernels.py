@@ -98,6 +98,7 @@ class StudentTemplate:
         self.km: SandboxedKernelManager | None = None
         self.folder: Path | None = None
         self.starts = 0
+        self.start_seconds = 0.0  # spent starting templates, not yet told (take_start_seconds)
         self.forks = 0
         self.unusable: str | None = None  # why no template can serve here
 
@@ -206,7 +207,13 @@ class StudentTemplate:
         (root / name).chmod(0o755)
         return name
 
+    def take_start_seconds(self) -> float:
+        """Seconds spent starting templates since the last call (for the run's steps)."""
+        spent, self.start_seconds = self.start_seconds, 0.0
+        return spent
+
     async def _start(self) -> None:
+        started = time.monotonic()
         self.folder = Path(tempfile.mkdtemp(prefix="cg-student-", dir="/tmp"))
         self.folder.chmod(0o711)
         (self.folder / "stage").mkdir()
@@ -224,6 +231,7 @@ class StudentTemplate:
             raise TemplateUnusable(self.unusable) from None
         self.km = km
         self.starts += 1
+        self.start_seconds += time.monotonic() - started
         log.debug("student-kernel template started (uid %s, start %d)", self.uid, self.starts)
 
     def close(self) -> None:

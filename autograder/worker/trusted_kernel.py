@@ -89,6 +89,7 @@ class TrustedKernel:
         self.km: SandboxedKernelManager | None = None
         self.uses = 0  # submissions its children served
         self.starts = 0  # templates started
+        self.start_seconds = 0.0  # spent starting templates, not yet told (take_start_seconds)
         self.forks = 0  # kernels forked, over all its templates (each gets new ports)
         self.folder: Path | None = None
         self.forked: list = []  # the processes of the kernel forked last
@@ -174,7 +175,13 @@ class TrustedKernel:
             "kernel_name": "",
         }
 
+    def take_start_seconds(self) -> float:
+        """Seconds spent starting templates since the last call (for the run's steps)."""
+        spent, self.start_seconds = self.start_seconds, 0.0
+        return spent
+
     async def _start(self, template: bool) -> None:
+        started = time.monotonic()
         self.folder = Path(tempfile.mkdtemp(prefix="cg-test-", dir="/tmp"))
         self.folder.chmod(0o755)
         km = SandboxedKernelManager(config=self.config)
@@ -189,6 +196,8 @@ class TrustedKernel:
             raise TrustedKernelProblem(f"the test kernel could not start ({exc})") from None
         self.km, self.uses = km, 0
         self.starts += 1
+        if template:
+            self.start_seconds += time.monotonic() - started
 
     def alive(self) -> bool:
         """Whether the test kernel still runs (a forked one: and its template)."""

@@ -535,7 +535,7 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
     class Tables(HTMLParser):
         def __init__(self):
             super().__init__()
-            self.rows, self.images, self.scripts = [], 0, 0
+            self.rows, self.images, self.scripts, self.alts = [], 0, 0, []
             self._row = None
 
         def handle_starttag(self, tag, attrs):
@@ -543,6 +543,7 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
                 self._row = []
             elif tag == "img" and dict(attrs).get("src", "").startswith("data:image/png;base64,"):
                 self.images += 1
+                self.alts.append(dict(attrs).get("alt") or "")
             elif tag == "script":
                 self.scripts += 1
             elif tag == "th":
@@ -560,6 +561,10 @@ def test_the_class_report_shows_pass_rates_scores_mistakes_and_fates(graded):
     parsed = Tables()
     parsed.feed(page)
     assert parsed.images == 2 and parsed.scripts == 0  # histogram and pass rates, inline
+    # Each chart says in words what it shows, for a screen reader: the histogram its counts.
+    graded_now = sum(1 for o in report(course).values() if o.get("max_score"))
+    assert parsed.alts[0].startswith(f"Scores of {graded_now} graded students"), parsed.alts
+    assert all(parsed.alts)
     rows = {row[0]: row for row in parsed.rows}
     # Per question: of the graded submissions, how many had full marks.
     assert rows["test_q2_mb"][2] != "0" and rows["test_q2_mb"][3].endswith("%")
