@@ -19,4 +19,4 @@ def place(inbox):
 
 
 # Nothing is copied through a link; a submission that holds one is not graded.
-EXPECTED = {STUDENT_ID: (0.0, "invalid notebook")}
+EXPECTED = {STUDENT_ID: (None, "invalid notebook")}  # no grade: blank, never 0

@@ -24,5 +24,5 @@ def place(inbox):
 
 # The victim keeps their own work; the impersonator's upload is filed as their own, under
 # a name that is not the assignment's notebook.
-EXPECTED = {VICTIM: (TOTAL, "graded"), STUDENT_ID: (0.0, "no notebook")}
+EXPECTED = {VICTIM: (TOTAL, "graded"), STUDENT_ID: (None, "no notebook")}
 del BASE, MISTAKES

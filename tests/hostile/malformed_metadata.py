@@ -6,7 +6,7 @@ from tests.submissions_gpu_tensors import make_submission
 
 WEAKNESS = 9
 STUDENT_ID = "trick-malformed-metadata"
-EXPECTED_SCORE = 0.0
+EXPECTED_SCORE = None  # no grade: blank in every export, never 0
 EXPECTED_FATE = "invalid notebook"
 EXPECTED_DETAIL = "not a mapping"
 

@@ -16,4 +16,4 @@ def place(inbox):
 
 # The escaping entries are refused one by one, each as a problem of the student its name
 # gives; the import goes on with the rest.
-EXPECTED = {STUDENT_ID: (TOTAL, "graded"), "escaper": (0.0, "invalid notebook")}
+EXPECTED = {STUDENT_ID: (TOTAL, "graded"), "escaper": (None, "invalid notebook")}
