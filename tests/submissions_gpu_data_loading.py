@@ -358,6 +358,44 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "converted to float32 on the CPU",
     ),
+    "float32_from_a_thread": Mistake(
+        "to_device_uint8 copies the uint8 batch, and sends the float32 batch it normalized on "
+        "the CPU from a 'prefetch' thread (an outside attack)",
+        {
+            "q5_to_device_uint8": "import threading\n\n\n"
+            + _to_device(
+                "images.to(device)",
+                "m = torch.tensor(mean).view(1, -1, 1, 1)",
+                "s = torch.tensor(std).view(1, -1, 1, 1)",
+                "done = {}",
+                "prefetch = threading.Thread(target=lambda: done.setdefault('x', ("
+                "(images.float() / 255 - m) / s).to(device)))",
+                "prefetch.start()",
+                "prefetch.join()",
+                "return done['x']",
+            )
+        },
+        ("test_q5_devices",),
+        "converted to float32 on the CPU",
+    ),
+    "float32_through_save_and_load": Mistake(
+        "to_device_uint8 normalizes on the CPU and moves the float32 batch with torch.save and "
+        "torch.load(map_location=device) (an outside attack)",
+        {
+            "q5_to_device_uint8": "import io\n\n\n"
+            + _to_device(
+                "m = torch.tensor(mean).view(1, -1, 1, 1)",
+                "s = torch.tensor(std).view(1, -1, 1, 1)",
+                "x = (images.float() / 255 - m) / s",
+                "buffer = io.BytesIO()",
+                "torch.save(x, buffer)",
+                "buffer.seek(0)",
+                "return torch.load(buffer, map_location=device)",
+            )
+        },
+        ("test_q5_devices",),
+        "converted to float32 on the CPU",
+    ),
 }
 
 # Other right ways to answer: each earns every point.
@@ -432,6 +470,7 @@ IMPLAUSIBLE: dict[str, str] = {
 COURSE_GRADE_SAMPLE = (
     "decoy_uint8_copy",
     "float_list_to_device",
+    "float32_from_a_thread",
     "workers_ignored",
     "mean_on_the_cpu",
     "busy_as_fraction",

@@ -256,6 +256,42 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_stays_on_device",),
         "read a value on the host",
     ),
+    "saves_every_step": Mistake(
+        "train_step saves a checkpoint of the model and the loss every step (on a GPU, a copy "
+        "of every tensor to the host; an outside attack)",
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "torch.save({'model': model.state_dict(), 'loss': loss.detach()}, io.BytesIO())",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
+    "logs_from_a_thread": Mistake(
+        "train_step reads the loss with .item() in a background thread every step (an "
+        "outside attack)",
+        {
+            "q4_train_step": "from concurrent.futures import ThreadPoolExecutor\n"
+            "_logger = ThreadPoolExecutor(1)\n\n\n"
+            + _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "loss.backward()",
+                "optimizer.step()",
+                "_logger.submit(lambda l: print('loss', l.item()), loss.detach())",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
     "hardcodes_cuda": Mistake(
         'train_step writes "cuda" instead of reading the model\'s device (no GPU here)',
         {
@@ -380,6 +416,7 @@ COURSE_GRADE_SAMPLE = (
     "never_trains",
     "reads_off_meta",
     "prints_the_loss",
+    "logs_from_a_thread",
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,

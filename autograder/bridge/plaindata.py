@@ -520,14 +520,6 @@ def _unb64(text, budget: Budget | None = None, exact: int | None = None) -> byte
 
 
 # -- modules ---------------------------------------------------------------------------
-def _attrs(*names):
-    return lambda m: {n: getattr(m, n) for n in names}
-
-
-def _with_bias(*names):
-    return lambda m: {**{n: getattr(m, n) for n in names}, "bias": m.bias is not None}
-
-
 _CONV = (
     "in_channels",
     "out_channels",
@@ -537,36 +529,59 @@ _CONV = (
     "dilation",
     "groups",
     "padding_mode",
+    "bias",
 )
-# The standard layers rebuilt as themselves: how to read each one's constructor arguments.
-# Those with parameters are built on the meta device and then given the sent tensors.
-MODULES = {
-    "Linear": _with_bias("in_features", "out_features"),
-    "Conv1d": _with_bias(*_CONV),
-    "Conv2d": _with_bias(*_CONV),
-    "BatchNorm1d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
-    "BatchNorm2d": _attrs("num_features", "eps", "momentum", "affine", "track_running_stats"),
-    "LayerNorm": _attrs("normalized_shape", "eps", "elementwise_affine"),
-    "Embedding": _attrs("num_embeddings", "embedding_dim", "padding_idx"),
-    "Dropout": _attrs("p"),
-    "Flatten": _attrs("start_dim", "end_dim"),
-    "Softmax": _attrs("dim"),
-    "LogSoftmax": _attrs("dim"),
-    "MaxPool2d": _attrs("kernel_size", "stride", "padding"),
-    "AvgPool2d": _attrs("kernel_size", "stride", "padding"),
-    "ReLU": _attrs(),
-    "GELU": _attrs(),
-    "Tanh": _attrs(),
-    "Sigmoid": _attrs(),
-    "Identity": _attrs(),
-    "Sequential": _attrs(),
-    "ModuleList": _attrs(),
-    "CrossEntropyLoss": _attrs("reduction", "ignore_index", "label_smoothing"),
-    "NLLLoss": _attrs("reduction", "ignore_index"),
-    "MSELoss": _attrs("reduction"),
-    "L1Loss": _attrs("reduction"),
-    "BCEWithLogitsLoss": _attrs("reduction"),
+_NORM = ("num_features", "eps", "momentum", "affine", "track_running_stats")
+_POOL = ("kernel_size", "stride", "padding")
+# The standard layers rebuilt as themselves, and the only constructor arguments each is
+# built with (a fixed table: a reply's other names, deprecated ones included, are refused).
+# ``bias`` is whether the layer has one. Those with parameters are built on the meta
+# device and then given the sent tensors.
+MODULES: dict[str, tuple[str, ...]] = {
+    "Linear": ("in_features", "out_features", "bias"),
+    "Conv1d": _CONV,
+    "Conv2d": _CONV,
+    "BatchNorm1d": _NORM,
+    "BatchNorm2d": _NORM,
+    "LayerNorm": ("normalized_shape", "eps", "elementwise_affine"),
+    "Embedding": ("num_embeddings", "embedding_dim", "padding_idx"),
+    "Dropout": ("p",),
+    "Flatten": ("start_dim", "end_dim"),
+    "Softmax": ("dim",),
+    "LogSoftmax": ("dim",),
+    "MaxPool2d": _POOL,
+    "AvgPool2d": _POOL,
+    "ReLU": (),
+    "GELU": (),
+    "Tanh": (),
+    "Sigmoid": (),
+    "Identity": (),
+    "Sequential": (),
+    "ModuleList": (),
+    "CrossEntropyLoss": ("reduction", "ignore_index", "label_smoothing"),
+    "NLLLoss": ("reduction", "ignore_index"),
+    "MSELoss": ("reduction",),
+    "L1Loss": ("reduction",),
+    "BCEWithLogitsLoss": ("reduction",),
 }
+
+
+def _arguments(m, kind: str) -> dict:
+    return {n: (m.bias is not None) if n == "bias" else getattr(m, n) for n in MODULES[kind]}
+
+
+def _argument(value, depth: int = 0):
+    """A constructor argument as plain data allows it: a number, a bool, a short string,
+    None, or a short tuple of those (a kernel size)."""
+    if value is None or type(value) in (bool, int, float):
+        return value
+    if type(value) is str and len(value) <= 40:
+        return value
+    if type(value) in (tuple, list) and len(value) <= 8 and depth == 0:
+        return tuple(_argument(v, 1) for v in value)
+    raise ValueError("a layer's arguments are numbers, flags, short words or short tuples")
+
+
 _ON_META = {"Linear", "Conv1d", "Conv2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding"}
 
 
@@ -582,7 +597,7 @@ def _module(m, torch, ref, depth):
         "training": bool(torch.nn.Module.__getattribute__(m, "training")),
     }
     if standard:
-        data["init"] = encode(MODULES[kind.__name__](m), None, depth + 1)
+        data["init"] = encode(_arguments(m, kind.__name__), None, depth + 1)
     get = torch.nn.Module.__getattribute__
     data["params"] = [
         [
@@ -656,9 +671,13 @@ def _decode_module(data, depth: int, budget: Budget | None = None):
         cls = _module_class(kind)
         if cls is None:
             raise ValueError(f"not a standard module: {str(kind)[:40]!r}")
-        init = _decode(data.get("init") or {"$": "dict", "v": []}, None, budget, 0)
+        init = _decode(data.get("init") or {"$": "dict", "v": []}, None, budget, depth + 1)
         if type(init) is not dict or not all(type(k) is str for k in init):
             raise ValueError("a module's arguments must be named")
+        unknown = sorted(set(init) - set(MODULES[kind]))
+        if unknown:
+            raise ValueError(f"{kind} is not built with {', '.join(unknown)[:80]}")
+        init = {name: _argument(value) for name, value in init.items()}
         if kind in _ON_META:
             init["device"] = "meta"
         m = cls(**init)

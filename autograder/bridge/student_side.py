@@ -110,60 +110,101 @@ def _recording(record):
 def copy_record(record: list):
     """A ``TorchDispatchMode`` that lets every operation run as it would, and appends to
     ``record`` one entry per copy between two devices: ``[op, from_device, to_device,
-    from_dtype, to_dtype, numel]``, all plain strings and an int. The ops that copy a
-    tensor's data elsewhere are ``aten._to_copy`` (``.to``, ``.cuda``) and ``aten.copy_``
-    (``x.copy_(src)``, ``x[...] = src``); a tensor made on a device from data on the host
-    (``torch.tensor``, ``torch.as_tensor``, ``torch.asarray``, which copy without an op that
-    a dispatch mode sees) is a copy from the CPU, in the dtype the data was made there.
-    Each value read on the host is ``[op, device, "host", dtype, dtype, numel]``: ``.item()``,
-    ``float(t)``, an ``if`` on a tensor (``aten._local_scalar_dense``), and a tensor printed,
-    formatted, or made a list or a NumPy array (``__repr__``, ``__format__``, ``tolist``,
-    ``numpy``, ``__array__``, which read without dispatching). One read or copy is one
-    entry, whatever it runs inside. A copy that also converts (``.to(device,
-    torch.float32)``) is recorded with both dtypes: a blocking copy from the CPU converts
-    there, before the link (PyTorch's ``Copy.cu``). The exercises' checks cell records the
-    same way where there is no course-grade."""
+    from_dtype, to_dtype, numel]``, all plain strings and an int; and one per value read on
+    the host: ``[op, device, "host", dtype, dtype, numel]``.
+
+    - Copies: ``aten._to_copy`` (``.to``, ``.cuda``) and ``aten.copy_`` (``x.copy_(src)``,
+      ``x[...] = src``); a tensor made on a device from data on the host (``torch.tensor``,
+      ``torch.as_tensor``, ``torch.asarray``) and each tensor ``torch.load`` puts on a
+      device: copies from the CPU, in the dtype the data was made in there. A copy that also
+      converts (``.to(device, torch.float32)``) is recorded with both dtypes: a blocking
+      copy from the CPU converts there, before the link (PyTorch's ``Copy.cu``).
+    - Reads: ``.item()``, ``float(t)``, an ``if`` on a tensor (``aten._local_scalar_dense``);
+      a tensor printed, formatted, made a list or a NumPy array, pickled, or saved with
+      ``torch.save`` (which read without an op a dispatch mode sees).
+    - In threads the call starts too (a thread, a ``ThreadPoolExecutor``'s work), which the
+      record waits for, 2 s at most, when the call returns.
+    - Each is recorded before it runs, so a read that fails (any read on ``meta``) is still
+      one. One read or copy is one entry, whatever it runs inside.
+
+    The exercises' checks cell records the same way where there is no course-grade."""
+    import time
+
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    LIMIT = MAX_RECORD
+    import concurrent.futures.thread
+    import threading
+
     aten = torch.ops.aten
-    inside: list[str] = []  # a read or a copy being recorded: what runs inside it is its own
+    on = [True]  # the call is running: threads it started record until it returns
+    stacks: dict = {}  # thread -> the reads and copies being recorded in it: what runs inside is theirs
+    started: list = []  # threads and futures the call started: waited for (2 s at most) at its end
+
+    def inside() -> list:
+        return stacks.setdefault(threading.get_ident(), [])
 
     def note(*entry) -> None:
-        if len(record) < MAX_RECORD:
+        if on[0] and not inside() and len(record) < LIMIT:
             record.append([*entry])
 
     def name_of(dtype) -> str:
         return str(dtype).removeprefix("torch.")
 
-    def host_read(name, method):
-        def read(self, *args, **kwargs):
-            if not inside:
-                note(
-                    name,
-                    self.device.type,
-                    "host",
-                    name_of(self.dtype),
-                    name_of(self.dtype),
-                    int(self.numel()),
-                )
-            inside.append(name)
-            try:
-                return method(self, *args, **kwargs)
-            finally:
-                inside.pop()
+    def tensors_in(value, found=None, depth=0) -> list:
+        """The tensors an object holds (a dict, a list, a model...), a bounded number."""
+        found = [] if found is None else found
+        if len(found) >= LIMIT or depth > 8:
+            return found
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, torch.nn.Module):
+            found.extend(list(value.parameters())[:LIMIT] + list(value.buffers())[:LIMIT])
+        elif isinstance(value, dict):
+            for item in list(value.values())[:LIMIT]:
+                tensors_in(item, found, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for item in value[:LIMIT]:
+                tensors_in(item, found, depth + 1)
+        return found
 
-        return read
+    def each(tensors, op, to=None) -> None:
+        for t in tensors:
+            dtype = name_of(t.dtype)
+            if to is None:  # read on the host
+                note(op, t.device.type, "host", dtype, dtype, int(t.numel()))
+            elif t.device.type != "cpu":  # made on a device from data on the host
+                note(op, "cpu", t.device.type, dtype, dtype, int(t.numel()))
+
+    def nested(name, function, before=None, after=None):
+        def wrapper(*args, **kwargs):
+            if before is not None:
+                before(*args)
+            inside().append(name)
+            try:
+                out = function(*args, **kwargs)
+            finally:
+                inside().pop()
+            if after is not None:
+                after(out, *args)
+            return out
+
+        return wrapper
+
+    def host_read(name, method):
+        return nested(name, method, before=lambda t, *_: each([t], name))
+
+    def saved(name, save):
+        return nested(name, save, before=lambda obj, *_: each(tensors_in(obj), name))
+
+    def loaded(name, load):
+        return nested(name, load, after=lambda out, *_: each(tensors_in(out), name, to=True))
 
     def made_from_data(name, factory):
-        def make(data, *args, **kwargs):
-            inside.append(name)
-            try:
-                out = factory(data, *args, **kwargs)
-            finally:
-                inside.pop()
+        def after(out, data=None, *_):
             source = data.device.type if isinstance(data, torch.Tensor) else "cpu"
-            if not inside and isinstance(out, torch.Tensor) and out.device.type != source:
+            if isinstance(out, torch.Tensor) and out.device.type != source:
                 made = data.dtype if isinstance(data, torch.Tensor) else out.dtype
                 note(
                     name,
@@ -173,17 +214,76 @@ def copy_record(record: list):
                     name_of(out.dtype),
                     int(out.numel()),
                 )
+
+        return nested(name, factory, after=after)
+
+    def tracked(name, start):
+        def wrapper(self, *args, **kwargs):
+            out = start(self, *args, **kwargs)
+            started.append(self)
             return out
 
-        return make
+        return wrapper
 
-    wrapped = [
-        (torch.Tensor, n, host_read)
-        for n in ("__repr__", "__format__", "tolist", "numpy", "__array__")
-    ]
+    def submitted(name, submit):
+        """Work for a pool's thread, even one that was running before the call."""
+
+        def wrapper(self, fn, /, *args, **kwargs):
+            def recorded(*a, **k):
+                with Dispatch():
+                    return fn(*a, **k)
+
+            future = submit(self, recorded, *args, **kwargs)
+            started.append(future)
+            return future
+
+        return wrapper
+
+    def recorded_thread(name, bootstrap):
+        def wrapper(thread):
+            with Dispatch():
+                bootstrap(thread)
+
+        return wrapper
+
+    reads = ("__repr__", "__format__", "tolist", "numpy", "__array__", "__reduce_ex__")
+    wrapped = [(torch.Tensor, n, host_read) for n in reads]
     wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
+    wrapped += [(torch, "save", saved), (torch, "load", loaded)]
+    wrapped += [
+        (threading.Thread, "start", tracked),
+        (threading.Thread, "_bootstrap_inner", recorded_thread),
+    ]
+    wrapped += [(concurrent.futures.ThreadPoolExecutor, "submit", submitted)]
 
-    class CopyRecord(TorchDispatchMode):
+    class Dispatch(TorchDispatchMode):
+        """Each copy between devices and each read on the host, seen before it runs (a read
+        that fails, as any does on meta, is still recorded)."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            packet = func.overloadpacket
+            if packet is aten._local_scalar_dense and isinstance(args[0], torch.Tensor):
+                each([args[0]], packet.__name__)
+            elif packet in (aten._to_copy, aten.copy_):
+                source = args[0] if packet is aten._to_copy else args[1]
+                if packet is aten._to_copy:
+                    device = torch.device(kwargs.get("device") or source.device)
+                    dtype = kwargs.get("dtype") or source.dtype
+                else:
+                    device, dtype = args[0].device, args[0].dtype
+                if isinstance(source, torch.Tensor) and source.device.type != device.type:
+                    note(
+                        packet.__name__,
+                        source.device.type,
+                        device.type,
+                        name_of(source.dtype),
+                        name_of(dtype),
+                        int(source.numel()),
+                    )
+            return func(*args, **kwargs)
+
+    class CopyRecord(Dispatch):
         def __enter__(self):
             self.saved = [(owner, n, owner.__dict__.get(n)) for owner, n, _ in wrapped]
             for owner, n, wrap in wrapped:
@@ -192,50 +292,20 @@ def copy_record(record: list):
 
         def __exit__(self, *exc):
             try:
+                deadline = time.monotonic() + 2
+                futures = [f for f in started if isinstance(f, concurrent.futures.Future)]
+                concurrent.futures.wait(futures, timeout=2)
+                pool_worker = concurrent.futures.thread._worker  # waits for work: its futures tell
+                for thread in [t for t in started if isinstance(t, threading.Thread)]:
+                    if getattr(thread, "_target", None) is not pool_worker:
+                        thread.join(max(0.0, deadline - time.monotonic()))
                 return super().__exit__(*exc)
             finally:
+                on[0] = False
                 for owner, n, kept in self.saved:
                     if kept is None:
                         delattr(owner, n)  # it was inherited
                     else:
                         setattr(owner, n, kept)
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            packet = func.overloadpacket
-            if inside:
-                return out
-            if packet is aten._local_scalar_dense:  # .item(), float(t), an if on a tensor
-                if isinstance(args[0], torch.Tensor):
-                    dtype = name_of(args[0].dtype)
-                    note(
-                        packet.__name__,
-                        args[0].device.type,
-                        "host",
-                        dtype,
-                        dtype,
-                        int(args[0].numel()),
-                    )
-                return out
-            if packet is aten._to_copy:
-                source, target = args[0], out
-            elif packet is aten.copy_:
-                source, target = args[1], args[0]
-            else:
-                return out
-            if (
-                isinstance(source, torch.Tensor)
-                and isinstance(target, torch.Tensor)
-                and source.device.type != target.device.type
-            ):
-                note(
-                    packet.__name__,
-                    source.device.type,
-                    target.device.type,
-                    name_of(source.dtype),
-                    name_of(target.dtype),
-                    int(source.numel()),
-                )
-            return out
 
     return CopyRecord()

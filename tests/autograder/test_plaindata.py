@@ -433,3 +433,40 @@ def test_text_in_one_reply_is_bounded():
     with pytest.raises(plaindata.TooCostly, match="characters"):
         plaindata.decode(["x" * 3_000_000, "y" * 2_000_000])
     assert plaindata.decode(["x" * 1_000_000]) == ["x" * 1_000_000]
+
+
+def _layer(kind: str, init: dict, params=()) -> dict:
+    return {
+        "$": "module",
+        "class": f"torch.nn.modules.{kind}",
+        "type": kind,
+        "training": True,
+        "init": plaindata.encode(init),
+        "params": list(params),
+        "buffers": [],
+        "children": [],
+    }
+
+
+@pytest.mark.parametrize(
+    "kind, init, words",
+    [
+        # Deprecated arguments run torch's shims (and print their warning) in the test kernel.
+        ("CrossEntropyLoss", {"reduce": False, "size_average": True}, "not built with"),
+        # A module among a layer's arguments would restart the nesting count.
+        ("ModuleList", {"modules": []}, "not built with"),
+        ("Linear", {"in_features": 2, "out_features": 3, "device": "cpu"}, "not built with"),
+        ("Dropout", {"p": {"$": "dict", "v": []}}, "arguments are"),
+        ("Flatten", {"start_dim": tuple(range(20))}, "arguments are"),
+    ],
+)
+def test_a_layer_is_built_only_with_the_arguments_of_its_table(kind, init, words, recwarn):
+    """Constructor arguments come from a fixed table per layer (outside attack, round 4)."""
+    data = _layer(kind, init)
+    if "p" in init and isinstance(init["p"], dict):
+        data["init"] = {"$": "dict", "v": [["p", init["p"]]]}
+    with pytest.raises(ValueError, match=words):
+        plaindata.decode(data)
+    assert not [w for w in recwarn if "deprecated" in str(w.message)]
+    built = plaindata.decode(plaindata.encode(torch.nn.Conv2d(3, 4, (3, 5), padding="same")))
+    assert (built.kernel_size, built.padding, built.bias is not None) == ((3, 5), "same", True)

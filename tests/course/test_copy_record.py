@@ -143,6 +143,57 @@ def test_every_read_on_the_host_is_one_entry_and_the_record_leaves_torch_as_it_w
     assert (torch.Tensor.__dict__.get("tolist"), torch.Tensor.__repr__, torch.tensor) == before
 
 
+def test_saves_loads_threads_and_failed_reads_are_recorded_too():
+    """What an outside attacker (round 4) slipped past: a checkpoint saved every step (on a
+    GPU, a copy to the host), a read or a copy in a pool's thread (one started before the
+    call too), float32 moved by torch.load, and a read on meta that fails in a thread."""
+    import io
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1)
+    pool.submit(int).result()  # its thread runs before the call
+    loss, meta = torch.tensor(1.5), torch.tensor(2.0, device="meta")
+
+    def saves():
+        torch.save({"loss": loss, "w": torch.zeros(3)}, io.BytesIO())
+
+    def reads_in_the_pool():
+        pool.submit(loss.item)
+
+    def fails_in_a_thread():
+        threading.Thread(target=lambda: meta.item()).start()  # raises there, unseen
+
+    def loads_onto_the_device():
+        buffer = io.BytesIO()
+        torch.save(IMAGES.float(), buffer)
+        buffer.seek(0)
+        return torch.load(buffer, map_location="meta")
+
+    def copies_in_a_thread():
+        threading.Thread(target=lambda: IMAGES.float().to("meta")).start()
+
+    expected = {
+        saves: [
+            ["save", "cpu", "host", "float32", "float32", 1],
+            ["save", "cpu", "host", "float32", "float32", 3],
+        ],
+        reads_in_the_pool: [["_local_scalar_dense", "cpu", "host", "float32", "float32", 1]],
+        fails_in_a_thread: [["_local_scalar_dense", "meta", "host", "float32", "float32", 1]],
+        loads_onto_the_device: [
+            ["save", "cpu", "host", "float32", "float32", N],
+            ["load", "cpu", "meta", "float32", "float32", N],
+        ],
+        copies_in_a_thread: [["_to_copy", "cpu", "meta", "float32", "float32", N]],
+    }
+    for way, record in expected.items():
+        got = []
+        with student_side.copy_record(got):
+            way()
+        assert got == record, way.__name__
+    pool.shutdown()
+
+
 def test_a_record_is_sent_only_when_asked(student):
     request = protocol.request_body(protocol.call_request("f", [], []))
     assert "record" not in request
