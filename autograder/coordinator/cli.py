@@ -154,6 +154,13 @@ def main(argv=None) -> int:
     course = args.course.resolve()
     try:
         status = run(args, course)
+    except KeyboardInterrupt:  # after grading (the exports): what was graded is recorded
+        print(
+            "\ncourse-grade: interrupted while writing the reports and exports. What was "
+            "graded is recorded; `course-grade ASSIGNMENT --report-only` writes them.",
+            file=sys.stderr,
+        )
+        status = 130
     finally:
         give_to_course_owner(course)
     if status == 130:
@@ -177,6 +184,8 @@ def give_to_course_owner(course: Path) -> None:
     the course folder is touched."""
     if os.geteuid() != 0 or not course.is_dir():
         return
+    if not (course / "nbgrader_config.py").is_file() or not (course / "source").is_dir():
+        return  # not a course folder (run from the wrong one): nothing of it is ours
     owner = course.stat()
     if owner.st_uid == 0:
         return
@@ -235,22 +244,46 @@ def run(args, course: Path) -> int:
                     graded[assignment] = run_grading(
                         args, course, assignment, executor, kept.append
                     )
+                    unchanged = [
+                        o["student_id"]
+                        for o in graded[assignment]
+                        if o["student_id"] in (args.students or ())
+                        and o.get("this_run") == "unchanged"
+                    ]
+                    if unchanged and not args.force:
+                        print(
+                            f"course-grade: {', '.join(unchanged)}: {assignment} unchanged "
+                            "since it was graded, so not graded again; add --force to",
+                            file=sys.stderr,
+                        )
     except (InstructorError, importers.ImportFailed) as exc:
         print(f"course-grade: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        rest = (
+            "run it again without --force to grade only what this run did not (with "
+            "--force, everything is graded again)"
+            if args.force
+            else "run the same command to grade the rest (nothing is graded twice)"
+        )
         print(
             f"\ncourse-grade: interrupted. {len(kept)} submission(s) graded in this run "
-            "are kept (gradebook, feedback, ledger); run the same command to grade the "
-            "rest (nothing is graded twice).",
+            f"are kept (gradebook, feedback, ledger); {rest}.",
             file=sys.stderr,
         )
         return 130
     grades = course / "grades.csv"
     # Every unit the gradebook holds, not only this run's: grades.csv is the whole course.
     export_grades(course, graded_units(course, assignments), grades)
-    for name in args.export:
-        print(f"{name} grades: {export_canvas(course, assignments, course / 'grades-canvas.csv')}")
+    canvas = course / "grades-canvas.csv"
+    for name in args.export:  # every unit, as grades.csv: the file is the whole course
+        print(f"{name} grades: {export_canvas(course, graded_units(course, assignments), canvas)}")
+    if not args.export and canvas.is_file():
+        print(
+            f"course-grade: {canvas.name} is from an earlier run, not this one: add "
+            "--export canvas to bring it up to date before you upload it",
+            file=sys.stderr,
+        )
     for assignment, outcomes in graded.items():
         outcomes = from_gradebook(course, assignment, outcomes)
         folder = course / "reports" / assignment

@@ -86,7 +86,8 @@ class Gate:
       course (``submitted/`` or the gradebook's students). An LMS's usernames ignore case
       and nbgrader's ids do not: ``Ada`` beside ``ada`` would be two gradebook students, one
       of them a row of zeros in every export. No spelling new to the course is guessed at:
-      each such id is refused and reported, and what is in ``submitted/`` stays.
+      each such id is refused and said (never made a student, never given a fate), and
+      what is in ``submitted/`` stays.
     """
 
     def __init__(self, course_root: Path, only: Iterable[str] | None = None):
@@ -107,23 +108,24 @@ class Gate:
         spellings: dict[str, set[str]] = {}
         for student in ids | self.known:
             spellings.setdefault(student.casefold(), set()).add(student)
-        taken, problems = set(), []
+        taken: set[str] = set()
+        problems: list[Problem] = []
         for student in sorted(ids):
             others = sorted(spellings[student.casefold()] - {student})
             if not others:
                 taken.add(student)
                 continue
             where = "in this import" if set(others) & ids else "already in the course"
-            problems.append(
-                (
-                    student,
-                    NEEDS_REVIEW,
-                    f"{student!r} and {', '.join(map(repr, others))} ({where}) differ only "
-                    f"in case: nbgrader counts them as two students, so {student!r} was not "
-                    "taken; give each student one spelling (rename the entry, or the "
-                    "folder in submitted/) and import again",
-                )
+            message = (
+                f"{student!r} and {', '.join(map(repr, others))} ({where}) differ only in "
+                f"case: nbgrader would count them as two students, so {student!r} was not "
+                "taken; give each student one spelling (rename the entry) and import again"
             )
+            # Said, never a fate: a refused spelling must not become a gradebook student
+            # (a row of zeros, and a name that then refuses the real one). A spelling the
+            # course already has gets the note in its details.
+            problems.append(("", NOTE, message))
+            problems += [(o, NOTE, message) for o in others if o in self.known and o not in ids]
         return taken, problems
 
     def left_out_note(self, source: str) -> list[Problem]:

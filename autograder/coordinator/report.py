@@ -91,13 +91,16 @@ UNGRADED = (fates.ERROR, fates.NO_NOTEBOOK, fates.INVALID_NOTEBOOK)
 
 
 def ungraded(course_root: Path, assignment: str) -> dict[str, str]:
-    """Student -> fate, for each submission the ledger says got no grade (``UNGRADED``)."""
+    """Student -> fate, for each submission the ledger says got no grade: a fate of
+    ``UNGRADED``, or ``needs review`` with no points possible (an import that could not say
+    which attempt is the student's; a grading that withheld points has them)."""
     from autograder.coordinator.ledger import Ledger
 
     return {
         e["student_id"]: e["fate"]
         for e in Ledger(course_root, assignment).entries()
         if e.get("fate") in UNGRADED
+        or (e.get("fate") == fates.NEEDS_REVIEW and e.get("max_score") is None)
     }
 
 

@@ -16,6 +16,7 @@ fate, and the batch goes on.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import fcntl
@@ -75,7 +76,9 @@ def grade_job(job: Job) -> Result:
     log.debug("grading %s (%s)", job.student, job.course.assignment)
     try:
         outcome = _grade(job, scratch, result)
-    except Exception as exc:  # the grader's own bug must not stop the batch
+    except (Exception, asyncio.CancelledError) as exc:  # the grader's own: never the batch's end
+        # (CancelledError: a kernel's task cancelled under it, as Ctrl-C does; it is no
+        # Exception, and would reach the coordinator as one it cannot read.)
         log.exception("the grader failed on %s", job.student)
         outcome = fates.Outcome(job.student, fates.ERROR, details=[f"{type(exc).__name__}: {exc}"])
     finally:

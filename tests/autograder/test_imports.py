@@ -256,7 +256,11 @@ def test_a_deleted_test_alone_is_left_to_nbgrader_which_puts_it_back(course):
     [
         ("2024-03-01 10:00:00.000000 UTC", True),
         ("2024-03-01 10:00:00", True),
+        ("2024-03-01T10:00:00Z", True),  # ISO 8601, as nbgrader reads it too
+        ("2024-03-01 10:00:00+01:00", True),
+        ("2024-03-01 10:00:00 +0100", False),  # nbgrader reads that as 100 seconds
         ("2024-03-01 10:00:00 /etc/shadow", False),
+        ("2024-03-01 10:00:00 Europe/Paris", False),
         ("not a date", False),
         ("", False),
     ],
@@ -496,7 +500,8 @@ def test_with_chosen_students_an_import_takes_only_theirs(course, tmp_path):
 def test_ids_that_differ_only_in_case_are_refused_never_two_students(course, tmp_path):
     """An LMS's usernames ignore case, nbgrader's ids do not: 'Ada' and 'ada' in one
     download are both refused; 'Bo' beside a 'bo' already in the course is refused and bo's
-    submission stays."""
+    submission stays. A refused spelling is said, never made a student with a fate (it
+    would be a row of zeros, and would then refuse the real student's next attempt)."""
     bo = course / "submitted" / "bo" / "gpu_tensors"
     bo.mkdir(parents=True)
     (bo / "gpu_tensors.ipynb").write_bytes(b"bo's work")
@@ -509,16 +514,25 @@ def test_ids_that_differ_only_in_case_are_refused_never_two_students(course, tmp
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     assert sorted(p.name for p in (course / "submitted").iterdir()) == ["bo", "cy"]
     assert (bo / "gpu_tensors.ipynb").read_bytes() == b"bo's work"
-    said = {student: (fate, message) for student, fate, message in problems}
-    assert set(said) == {"Ada", "ada", "Bo"}
-    assert all(fate == "needs review" for fate, _ in said.values())
-    assert "differ only in case" in said["Ada"][1] and "in this import" in said["Ada"][1]
-    assert "'Bo' and 'bo' (already in the course)" in said["Bo"][1]
+    assert {fate for _, fate, _ in problems} == {"note"}
+    said = [message for student, _, message in problems if not student]
+    assert len(said) == 3 and all("differ only in case" in m for m in said)
+    assert any(m.startswith("'Ada' and 'ada' (in this import)") for m in said)
+    assert any(m.startswith("'Bo' and 'bo' (already in the course)") for m in said)
+    # The note goes to the spelling the course has, bo, in its details; nobody else.
+    assert [s for s, _, _ in problems if s] == ["bo"]
+    importers.record_problems(course, "gpu_tensors", problems)
+    from autograder.coordinator.ledger import Ledger
+
+    ledger = Ledger(course, "gpu_tensors")
+    assert [e["student_id"] for e in ledger.entries()] == []
+    assert list(ledger.notes()) == ["bo"]
     inbox_folder = tmp_path / "inbox"
     inbox_folder.mkdir()
     (inbox_folder / "CY.ipynb").write_bytes(BLANK)
-    [(student, fate, _)] = importers.import_folder(course, "gpu_tensors", inbox_folder)
-    assert (student, fate) == ("CY", "needs review")
+    problems = importers.import_folder(course, "gpu_tensors", inbox_folder)
+    assert [(s, f) for s, f, _ in problems] == [("", "note"), ("cy", "note")]
+    assert "'CY' and 'cy'" in problems[0][2]
     assert not (course / "submitted" / "CY").exists()
 
 

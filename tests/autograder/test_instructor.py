@@ -146,9 +146,9 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
     (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
         gb.add_assignment(ASSIGNMENT, duedate=datetime.datetime(2024, 3, 1))
-        for student in ("ada", "dave", "eve", "erin", "fay"):
+        for student in ("ada", "dave", "eve", "erin", "fay", "gus"):
             gb.add_student(student)
-        for student in ("ada", "dave", "eve", "erin"):  # _zero_submission leaves such rows
+        for student in ("ada", "dave", "eve", "erin", "gus"):  # _zero_submission leaves such rows
             gb.add_submission(ASSIGNMENT, student)
     ledger = Ledger(course, ASSIGNMENT)
     outcomes = [
@@ -156,6 +156,8 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
         Outcome("dave", "no notebook", 0.0, None, ["no gpu_tensors.ipynb"]).as_dict(),
         Outcome("eve", "error", None, None, ["nbgrader autograde failed: X"]).as_dict(),
         Outcome("erin", "invalid notebook", 0.0, None, ["not JSON"]).as_dict(),
+        # An import that could not say which attempt is gus's (two with one date).
+        Outcome("gus", "needs review", 0.0, None, ["two attempts with the same date"]).as_dict(),
     ]
     for outcome in outcomes:
         ledger.put(outcome)
@@ -168,7 +170,12 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
         canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
     with open(course / "reports" / "report.csv", newline="") as f:
         reported = {r["student_id"]: r for r in csv.DictReader(f)}
-    for student, fate in (("dave", "no notebook"), ("eve", "error"), ("erin", "invalid notebook")):
+    for student, fate in (
+        ("dave", "no notebook"),
+        ("eve", "error"),
+        ("erin", "invalid notebook"),
+        ("gus", "needs review"),
+    ):
         assert grades[student]["score"] == "" and grades[student]["raw_score"] == "", student
         assert grades[student]["Question 1"] == "", student
         assert canvas[student] == "", student
@@ -492,6 +499,9 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     assert {s for s, o in outcomes.items() if o["this_run"] == "graded"} == {"cg19bo"}, run.stdout
     assert outcomes["cg19bo"]["fate"] == "graded" and set(outcomes) >= set(STUDENTS)
     assert outcomes["cg19ada"]["this_run"] == "unchanged"
+    # cy was chosen and not graded (unchanged): the instructor is told how to.
+    assert "cg19cy: gpu_tensors unchanged since it was graded" in run.stderr
+    assert "add --force" in run.stderr
     # Graded again, a verdict about the submission is final: the next run leaves it.
     assert json.loads((ledger / "cg19bo.json").read_text())["fate"] == "graded"
     # ada, not chosen, keeps every score: in the gradebook's rows and in every export.
@@ -716,3 +726,19 @@ def test_an_ungradable_resubmission_takes_the_older_attempts_feedback_away(tmp_p
     assert not (course / "autograded" / "cg19bo" / ASSIGNMENT).exists()
     assert not (course / "feedback" / "cg19bo" / ASSIGNMENT).exists()
     assert kept.is_dir()  # another student's is left alone
+
+
+@needs_root
+def test_run_as_root_in_a_folder_that_is_no_course_its_files_stay_as_they_were(tmp_path):
+    """course-grade run from the wrong folder (sudo) refuses, and hands nobody root's
+    files there; in a course folder it gives them to the course's owner."""
+    folder = tmp_path / "wrongdir"
+    folder.mkdir()
+    os.chown(folder, 65534, 65534)
+    (folder / "roots.txt").write_text("root's")
+    assert cli.main(["gpu_tensors", "--course", str(folder), "--no-progress"]) == 2
+    assert (folder / "roots.txt").stat().st_uid == 0
+    (folder / "nbgrader_config.py").write_text("")
+    (folder / "source").mkdir()
+    cli.give_to_course_owner(folder)
+    assert (folder / "roots.txt").stat().st_uid == 65534
