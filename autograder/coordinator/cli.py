@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import multiprocessing.util
 import os
 import sys
 import threading
@@ -170,9 +169,6 @@ def main(argv=None) -> int:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-            # What multiprocessing would do at a normal exit, from its own finalizers:
-            # unlink the pool's semaphores, or its resource tracker says they leaked.
-            multiprocessing.util._run_finalizers(0)
         os._exit(130)
     return status
 

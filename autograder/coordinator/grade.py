@@ -285,6 +285,7 @@ class LocalPool:
     def __init__(self, workers: int, files_of_course: CourseFiles):
         self.workers, self.files_of_course = max(1, workers), files_of_course
         self.killed = False
+        _quiet_resource_tracker()
         self.context = multiprocessing.get_context("spawn")
         self.stop = self.context.Event()  # set: every worker cleans up and exits
         self.executor = self._start()
@@ -334,6 +335,23 @@ class LocalPool:
                 if process.is_alive():
                     process.kill()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with its stderr on /dev/null. After Ctrl-C
+    the pool ends at once (``os._exit``), and the tracker unlinks the pool's semaphores,
+    as it should, then warns of them as "leaked" on the instructor's terminal: its
+    cleanup stays, its words are not the instructor's business."""
+    from multiprocessing import resource_tracker
+
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)  # the tracker keeps fd 2 as its stderr
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def init_pool_worker(files_of_course: CourseFiles | None = None, stop=None) -> None:

@@ -20,6 +20,6 @@ def place(inbox):
 EXPECTED = {
     VICTIM: (TOTAL, "graded"),
     f"{VICTIM}.z": (0.0, "graded"),
-    STUDENT_ID: (0.0, "needs review"),
+    STUDENT_ID: (None, "needs review"),  # left for the instructor: no grade, blank
 }
 del HONEST_SCORE

@@ -29,4 +29,4 @@ def place(inbox):
 
 
 # The latest attempt counts; two at the same time are left for the instructor to settle.
-EXPECTED = {STUDENT_ID: (HONEST_SCORE, "graded"), TWICE: (0.0, "needs review")}
+EXPECTED = {STUDENT_ID: (HONEST_SCORE, "graded"), TWICE: (None, "needs review")}  # no grade: blank
