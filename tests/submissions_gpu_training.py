@@ -43,6 +43,14 @@ def _training_memory(copies: str, size: str = "p.element_size()") -> str:
 
 
 WHERE = "device = next(model.parameters()).device"
+# The solution's step up to its return: what most train_step mistakes add to or end with.
+STEP = (
+    WHERE,
+    "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+    "optimizer.zero_grad()",
+    "loss.backward()",
+    "optimizer.step()",
+)
 ADAM_IS_4 = (
     "4 if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) "
     "else 3 if optimizer.defaults.get('momentum', 0) else 2"
@@ -135,11 +143,7 @@ MISTAKES: dict[str, Mistake] = {
         "train_step returns loss.item(): a Python float, read on the host",
         {
             "q4_train_step": _train_step(
-                WHERE,
-                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-                "optimizer.zero_grad()",
-                "loss.backward()",
-                "optimizer.step()",
+                *STEP,
                 "return loss.item()",
             )
         },
@@ -199,11 +203,7 @@ MISTAKES: dict[str, Mistake] = {
         "train_step returns the loss still attached to its graph",
         {
             "q4_train_step": _train_step(
-                WHERE,
-                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-                "optimizer.zero_grad()",
-                "loss.backward()",
-                "optimizer.step()",
+                *STEP,
                 "return loss",
             )
         },
@@ -244,11 +244,7 @@ MISTAKES: dict[str, Mistake] = {
         "and turns PyTorch's dispatch modes off while it formats; an outside attack)",
         {
             "q4_train_step": _train_step(
-                WHERE,
-                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-                "optimizer.zero_grad()",
-                "loss.backward()",
-                "optimizer.step()",
+                *STEP,
                 "print('loss', loss)",
                 "return loss.detach()",
             )
@@ -261,11 +257,7 @@ MISTAKES: dict[str, Mistake] = {
         "of every tensor to the host; an outside attack)",
         {
             "q4_train_step": _train_step(
-                WHERE,
-                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-                "optimizer.zero_grad()",
-                "loss.backward()",
-                "optimizer.step()",
+                *STEP,
                 "torch.save({'model': model.state_dict(), 'loss': loss.detach()}, io.BytesIO())",
                 "return loss.detach()",
             )
@@ -280,11 +272,7 @@ MISTAKES: dict[str, Mistake] = {
             "q4_train_step": "from concurrent.futures import ThreadPoolExecutor\n"
             "_logger = ThreadPoolExecutor(1)\n\n\n"
             + _train_step(
-                WHERE,
-                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
-                "optimizer.zero_grad()",
-                "loss.backward()",
-                "optimizer.step()",
+                *STEP,
                 "_logger.submit(lambda l: print('loss', l.item()), loss.detach())",
                 "return loss.detach()",
             )

@@ -128,15 +128,14 @@ def copy_record(record: list):
       one. One read or copy is one entry, whatever it runs inside.
 
     The exercises' checks cell records the same way where there is no course-grade."""
+    import concurrent.futures.thread
+    import threading
     import time
 
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     LIMIT = MAX_RECORD
-    import concurrent.futures.thread
-    import threading
-
     aten = torch.ops.aten
     on = [True]  # the call is running: threads it started record until it returns
     stacks: dict = {}  # thread -> the reads and copies being recorded in it: what runs inside is theirs

@@ -249,7 +249,7 @@ def run(args, course: Path) -> int:
                     if unchanged and not args.force:
                         print(
                             f"course-grade: {', '.join(unchanged)}: {assignment} unchanged "
-                            "since it was graded, so not graded again; add --force to",
+                            "since it was graded, so not graded again; add --force to grade it again",
                             file=sys.stderr,
                         )
     except (InstructorError, importers.ImportFailed) as exc:

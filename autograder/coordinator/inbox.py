@@ -25,7 +25,8 @@ from autograder.sandbox import safefiles
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # nbgrader's own cell names (feedback pages print them unescaped): letters, digits, _ and -.
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-# The only timestamps the grader takes: what the imports write (UTC) and nbgrader submit's.
+# The only timestamps the grader takes: what the imports write (UTC), nbgrader submit's,
+# and ISO 8601 (`T`, `Z`, `+01:00`). Never " +0100": nbgrader reads it as 100 seconds.
 TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z| UTC|[+-]\d{2}:?\d{2})?$"
 )

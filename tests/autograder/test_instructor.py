@@ -501,7 +501,7 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     assert outcomes["cg19ada"]["this_run"] == "unchanged"
     # cy was chosen and not graded (unchanged): the instructor is told how to.
     assert "cg19cy: gpu_tensors unchanged since it was graded" in run.stderr
-    assert "add --force" in run.stderr
+    assert "add --force to grade it again" in run.stderr
     # Graded again, a verdict about the submission is final: the next run leaves it.
     assert json.loads((ledger / "cg19bo.json").read_text())["fate"] == "graded"
     # ada, not chosen, keeps every score: in the gradebook's rows and in every export.
