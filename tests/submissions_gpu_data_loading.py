@@ -396,6 +396,27 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "converted to float32 on the CPU",
     ),
+    "float32_storage_as_a_uint8_view": Mistake(
+        "to_device_uint8 normalizes on the CPU and loads a uint8 view of the float32 storage "
+        "onto the device (the whole storage crosses; an outside attack)",
+        {
+            "q5_to_device_uint8": "import io\n\n\n"
+            + _to_device(
+                "m = torch.tensor(mean).view(1, -1, 1, 1)",
+                "s = torch.tensor(std).view(1, -1, 1, 1)",
+                "x = (images.float() / 255 - m) / s",
+                "view = x.view(torch.uint8).view(-1)[: images.numel()].view(images.shape)",
+                "buffer = io.BytesIO()",
+                "torch.save(view, buffer)",
+                "buffer.seek(0)",
+                "moved = torch.load(buffer, map_location=device)",
+                "out = torch.empty(0, dtype=torch.float32, device=device)",
+                "return out.set_(moved.untyped_storage(), 0, images.shape, x.stride())",
+            )
+        },
+        ("test_q5_devices",),
+        "crossed from the CPU for a batch of",
+    ),
 }
 
 # Other right ways to answer: each earns every point.

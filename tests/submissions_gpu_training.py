@@ -280,6 +280,45 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_stays_on_device",),
         "read a value on the host",
     ),
+    "saves_a_loss_history": Mistake(
+        "train_step keeps every loss in a deque and saves it every step (torch.save reads "
+        "each tensor; an outside attack)",
+        {
+            "q4_train_step": "import collections\n_history = collections.deque(maxlen=100)\n\n\n"
+            + _train_step(
+                *STEP,
+                "_history.append(loss.detach())",
+                "torch.save(_history, io.BytesIO())",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
+    "waits_for_a_logger": Mistake(
+        "train_step hands the loss to a logging thread started earlier, which reads it with "
+        ".item(), and waits until it has (an outside attack)",
+        {
+            "q4_train_step": "import queue, threading\n_to_log = queue.Queue()\n\n\n"
+            "def _logger():\n"
+            "    while True:\n"
+            "        loss = _to_log.get()\n"
+            "        try:\n"
+            "            loss.item()\n"
+            "        except RuntimeError:\n"
+            "            pass  # a meta tensor has nothing to read\n"
+            "        _to_log.task_done()\n\n\n"
+            "threading.Thread(target=_logger, daemon=True).start()\n\n\n"
+            + _train_step(
+                *STEP,
+                "_to_log.put(loss.detach())",
+                "_to_log.join()",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
     "hardcodes_cuda": Mistake(
         'train_step writes "cuda" instead of reading the model\'s device (no GPU here)',
         {
@@ -405,6 +444,7 @@ COURSE_GRADE_SAMPLE = (
     "reads_off_meta",
     "prints_the_loss",
     "logs_from_a_thread",
+    "waits_for_a_logger",
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,

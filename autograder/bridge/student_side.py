@@ -119,27 +119,32 @@ def copy_record(record: list):
       device: copies from the CPU, in the dtype the data was made in there. A copy that also
       converts (``.to(device, torch.float32)``) is recorded with both dtypes: a blocking
       copy from the CPU converts there, before the link (PyTorch's ``Copy.cu``).
-    - Reads: ``.item()``, ``float(t)``, an ``if`` on a tensor (``aten._local_scalar_dense``);
-      a tensor printed, formatted, made a list or a NumPy array, pickled, or saved with
-      ``torch.save`` (which read without an op a dispatch mode sees).
-    - In threads the call starts too (a thread, a ``ThreadPoolExecutor``'s work), which the
-      record waits for, 2 s at most, when the call returns.
+    - Reads: ``.item()``, ``float(t)``, an ``if`` on a tensor, and a tensor printed,
+      formatted, made a list or a NumPy array, pickled, or saved with ``torch.save``
+      (which read without an op a dispatch mode sees).
+    - In the call's threads: its own, the threads it starts and the work it gives a
+      ``ThreadPoolExecutor`` (waited for, 2 s at most, when the call returns); in any
+      other thread, a read of a tensor the call made (a logger fed through a queue).
     - Each is recorded before it runs, so a read that fails (any read on ``meta``) is still
       one. One read or copy is one entry, whatever it runs inside.
 
     The exercises' checks cell records the same way where there is no course-grade."""
+    import collections
     import concurrent.futures.thread
     import threading
     import time
+    import weakref
 
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     LIMIT = MAX_RECORD
     aten = torch.ops.aten
-    on = [True]  # the call is running: threads it started record until it returns
+    on = [True]  # the call is running: what it reads and copies is recorded until it returns
     stacks: dict = {}  # thread -> the reads and copies being recorded in it: what runs inside is theirs
     started: list = []  # threads and futures the call started: waited for (2 s at most) at its end
+    own = {threading.get_ident()}  # the call's threads: everything they read or copy is its
+    made: dict = {}  # id -> weak reference: tensors the call's threads made (ops' results)
 
     def inside() -> list:
         return stacks.setdefault(threading.get_ident(), [])
@@ -151,30 +156,60 @@ def copy_record(record: list):
     def name_of(dtype) -> str:
         return str(dtype).removeprefix("torch.")
 
-    def tensors_in(value, found=None, depth=0) -> list:
-        """The tensors an object holds (a dict, a list, a model...), a bounded number."""
-        found = [] if found is None else found
-        if len(found) >= LIMIT or depth > 8:
+    def remember(value) -> None:
+        for t in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(t, torch.Tensor) and len(made) < 100_000:
+                key = id(t)  # forgotten when the tensor goes (its id may come back)
+                made[key] = weakref.ref(
+                    t, lambda ref, key=key: made.get(key) is ref and made.pop(key)
+                )
+
+    def the_calls(t) -> bool:
+        """A read is the call's in its own threads, and in any other thread (one running
+        before the call, fed through a queue) where the tensor is one the call made."""
+        if threading.get_ident() in own:
+            return True
+        kept = made.get(id(t))
+        return kept is not None and kept() is t
+
+    def tensors_in(value, found=None, seen=None, depth=0) -> list:
+        """The tensors an object holds (containers, models, objects' attributes), bounded."""
+        found, seen = ([], set()) if found is None else (found, seen)
+        if len(found) >= LIMIT or depth > 8 or id(value) in seen:
             return found
+        seen.add(id(value))
         if isinstance(value, torch.Tensor):
             found.append(value)
         elif isinstance(value, torch.nn.Module):
             found.extend(list(value.parameters())[:LIMIT] + list(value.buffers())[:LIMIT])
+        elif isinstance(value, (str, bytes, bytearray, int, float, complex, type(None))):
+            pass
         elif isinstance(value, dict):
             for item in list(value.values())[:LIMIT]:
-                tensors_in(item, found, depth + 1)
-        elif isinstance(value, (list, tuple)):
-            for item in value[:LIMIT]:
-                tensors_in(item, found, depth + 1)
+                tensors_in(item, found, seen, depth + 1)
+        elif isinstance(value, (list, tuple, set, frozenset, collections.deque)):
+            for item in list(value)[:LIMIT]:
+                tensors_in(item, found, seen, depth + 1)
+        elif hasattr(value, "__dict__"):  # a dataclass, a namespace, any object
+            for item in list(vars(value).values())[:LIMIT]:
+                tensors_in(item, found, seen, depth + 1)
         return found
 
-    def each(tensors, op, to=None) -> None:
-        for t in tensors:
+    def read(t, op) -> None:
+        if isinstance(t, torch.Tensor) and the_calls(t):
             dtype = name_of(t.dtype)
-            if to is None:  # read on the host
-                note(op, t.device.type, "host", dtype, dtype, int(t.numel()))
-            elif t.device.type != "cpu":  # made on a device from data on the host
-                note(op, "cpu", t.device.type, dtype, dtype, int(t.numel()))
+            note(op, t.device.type, "host", dtype, dtype, int(t.numel()))
+
+    def arrived(tensors, op) -> None:
+        """Each storage ``torch.load`` put on a device: all of it crossed, in the loaded
+        tensor's dtype (a small view of a large storage brings the whole storage)."""
+        storages = set()
+        for t in tensors:
+            if t.device.type == "cpu" or t.untyped_storage()._cdata in storages:
+                continue
+            storages.add(t.untyped_storage()._cdata)
+            numel = t.untyped_storage().nbytes() // max(1, t.element_size())
+            note(op, "cpu", t.device.type, name_of(t.dtype), name_of(t.dtype), int(numel))
 
     def nested(name, function, before=None, after=None):
         def wrapper(*args, **kwargs):
@@ -192,24 +227,21 @@ def copy_record(record: list):
         return wrapper
 
     def host_read(name, method):
-        return nested(name, method, before=lambda t, *_: each([t], name))
-
-    def saved(name, save):
-        return nested(name, save, before=lambda obj, *_: each(tensors_in(obj), name))
+        return nested(name, method, before=lambda t, *_: read(t, name))
 
     def loaded(name, load):
-        return nested(name, load, after=lambda out, *_: each(tensors_in(out), name, to=True))
+        return nested(name, load, after=lambda out, *_: arrived(tensors_in(out), name))
 
     def made_from_data(name, factory):
         def after(out, data=None, *_):
             source = data.device.type if isinstance(data, torch.Tensor) else "cpu"
             if isinstance(out, torch.Tensor) and out.device.type != source:
-                made = data.dtype if isinstance(data, torch.Tensor) else out.dtype
+                kind = data.dtype if isinstance(data, torch.Tensor) else out.dtype
                 note(
                     name,
                     source,
                     out.device.type,
-                    name_of(made),
+                    name_of(kind),
                     name_of(out.dtype),
                     int(out.numel()),
                 )
@@ -224,15 +256,23 @@ def copy_record(record: list):
 
         return wrapper
 
+    def running_as_the_calls(function):
+        """Run ``function`` as one of the call's threads, under a record of its own."""
+        me = threading.get_ident()
+        added = me not in own
+        own.add(me)
+        try:
+            with Dispatch():
+                return function()
+        finally:
+            if added:
+                own.discard(me)
+
     def submitted(name, submit):
         """Work for a pool's thread, even one that was running before the call."""
 
         def wrapper(self, fn, /, *args, **kwargs):
-            def recorded(*a, **k):
-                with Dispatch():
-                    return fn(*a, **k)
-
-            future = submit(self, recorded, *args, **kwargs)
+            future = submit(self, lambda: running_as_the_calls(lambda: fn(*args, **kwargs)))
             started.append(future)
             return future
 
@@ -240,15 +280,18 @@ def copy_record(record: list):
 
     def recorded_thread(name, bootstrap):
         def wrapper(thread):
-            with Dispatch():
-                bootstrap(thread)
+            running_as_the_calls(lambda: bootstrap(thread))
 
         return wrapper
 
+    # Reads without an op a dispatch mode sees (printing turns the modes off; pickling and
+    # torch.save reduce each tensor), and the reads that are ops, for threads the mode is
+    # not on in (one running before the call): Python looks each up on the class.
     reads = ("__repr__", "__format__", "tolist", "numpy", "__array__", "__reduce_ex__")
+    reads += ("item", "__float__", "__int__", "__bool__", "__index__")
     wrapped = [(torch.Tensor, n, host_read) for n in reads]
     wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
-    wrapped += [(torch, "save", saved), (torch, "load", loaded)]
+    wrapped += [(torch, "load", loaded)]
     wrapped += [
         (threading.Thread, "start", tracked),
         (threading.Thread, "_bootstrap_inner", recorded_thread),
@@ -257,13 +300,13 @@ def copy_record(record: list):
 
     class Dispatch(TorchDispatchMode):
         """Each copy between devices and each read on the host, seen before it runs (a read
-        that fails, as any does on meta, is still recorded)."""
+        that fails, as any does on meta, is still recorded); the tensors each op makes."""
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             packet = func.overloadpacket
-            if packet is aten._local_scalar_dense and isinstance(args[0], torch.Tensor):
-                each([args[0]], packet.__name__)
+            if packet is aten._local_scalar_dense:
+                read(args[0], packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):
                 source = args[0] if packet is aten._to_copy else args[1]
                 if packet is aten._to_copy:
@@ -280,7 +323,10 @@ def copy_record(record: list):
                         name_of(dtype),
                         int(source.numel()),
                     )
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            if on[0]:
+                remember(out)
+            return out
 
     class CopyRecord(Dispatch):
         def __enter__(self):
@@ -301,6 +347,7 @@ def copy_record(record: list):
                 return super().__exit__(*exc)
             finally:
                 on[0] = False
+                made.clear()
                 for owner, n, kept in self.saved:
                     if kept is None:
                         delattr(owner, n)  # it was inherited

@@ -135,8 +135,8 @@ def test_every_read_on_the_host_is_one_entry_and_the_record_leaves_torch_as_it_w
         loss.item(), float(loss), str(torch.nn.Parameter(torch.zeros(2)))
     ops = [entry[0] for entry in got]
     assert ops == ["__repr__", "__format__", "__format__", "tolist", "__array__", "numpy"] + [
-        "_local_scalar_dense",
-        "_local_scalar_dense",
+        "item",
+        "__float__",
         "__repr__",
     ]
     assert all(entry[1:3] == ["cpu", "host"] for entry in got)
@@ -175,13 +175,13 @@ def test_saves_loads_threads_and_failed_reads_are_recorded_too():
 
     expected = {
         saves: [
-            ["save", "cpu", "host", "float32", "float32", 1],
-            ["save", "cpu", "host", "float32", "float32", 3],
+            ["__reduce_ex__", "cpu", "host", "float32", "float32", 1],
+            ["__reduce_ex__", "cpu", "host", "float32", "float32", 3],
         ],
-        reads_in_the_pool: [["_local_scalar_dense", "cpu", "host", "float32", "float32", 1]],
-        fails_in_a_thread: [["_local_scalar_dense", "meta", "host", "float32", "float32", 1]],
+        reads_in_the_pool: [["item", "cpu", "host", "float32", "float32", 1]],
+        fails_in_a_thread: [["item", "meta", "host", "float32", "float32", 1]],
         loads_onto_the_device: [
-            ["save", "cpu", "host", "float32", "float32", N],
+            ["__reduce_ex__", "cpu", "host", "float32", "float32", N],
             ["load", "cpu", "meta", "float32", "float32", N],
         ],
         copies_in_a_thread: [["_to_copy", "cpu", "meta", "float32", "float32", N]],
@@ -192,6 +192,77 @@ def test_saves_loads_threads_and_failed_reads_are_recorded_too():
             way()
         assert got == record, way.__name__
     pool.shutdown()
+
+
+def test_any_container_saved_a_view_loaded_and_a_waiting_loggers_read_count(tmp_path):
+    """A fifth outside attack: the losses in a deque saved every step; a uint8 view of a
+    float32 storage moved by torch.save/torch.load (the whole storage crosses); a logger
+    thread running before the call that reads the call's loss while the call waits."""
+    import collections
+    import io
+    import queue
+    import threading
+
+    loss = torch.tensor(1.5)
+
+    def saves_a_deque():
+        torch.save(collections.deque([loss.detach()]), io.BytesIO())
+
+    def loads_a_view():
+        wide = IMAGES.float().reshape(-1)
+        view = wide.view(torch.uint8)[:N].reshape(IMAGES.shape)  # N bytes of 4N
+        buffer = io.BytesIO()
+        torch.save(view, buffer)
+        buffer.seek(0)
+        return torch.load(buffer, map_location="meta")
+
+    losses: queue.Queue = queue.Queue()
+
+    def logger():
+        while True:
+            item = losses.get()
+            item.item()
+            losses.task_done()
+
+    threading.Thread(target=logger, daemon=True).start()  # before the call
+
+    def waits_for_the_logger():
+        mine = loss * 2  # made by the call
+        losses.put(mine)
+        losses.join()
+
+    got = {}
+    for way in (saves_a_deque, loads_a_view, waits_for_the_logger):
+        got[way.__name__] = []
+        with student_side.copy_record(got[way.__name__]):
+            way()
+    assert got["saves_a_deque"] == [["__reduce_ex__", "cpu", "host", "float32", "float32", 1]]
+    assert got["loads_a_view"][-1] == ["load", "cpu", "meta", "uint8", "uint8", 4 * N]
+    assert got["waits_for_the_logger"] == [["item", "cpu", "host", "float32", "float32", 1]]
+
+
+def test_a_thread_of_the_notebooks_own_reading_its_own_tensors_is_not_the_calls():
+    """A background thread that reads a tensor the call never made is not charged to the
+    call (it had made a right train_step lose points, and not every time)."""
+    import threading
+
+    stop, weight = threading.Event(), torch.randn(3)
+
+    def reads_its_own():
+        while not stop.is_set():
+            weight.tolist(), float(weight[0])
+
+    thread = threading.Thread(target=reads_its_own, daemon=True)
+    thread.start()
+    try:
+        for _ in range(5):
+            got = []
+            with student_side.copy_record(got):
+                uint8_crosses(IMAGES, "meta", MEAN, STD)
+            assert [entry[0] for entry in got] == ["tensor", "tensor", "_to_copy"], got
+    finally:
+        stop.set()
+        thread.join()
 
 
 def test_a_record_is_sent_only_when_asked(student):
