@@ -14,7 +14,9 @@ import ipywidgets as widgets
 
 SLIDER_CLASS = "gpucourse-slider"
 
-# Re-runs whenever the page changes: the front end may draw a slider after this runs.
+# Re-runs whenever the page changes: the front end may draw a slider after this runs, and
+# ipywidgets adds a view's classes (gpucourse-slider) only once the view is displayed, an
+# attribute change after the nodes are in the page (childList alone missed it 1 run in 4).
 NAME_SLIDERS_JS = """
 (function () {
   function nameSliders() {
@@ -29,7 +31,9 @@ NAME_SLIDERS_JS = """
   }
   if (!window.gpucourseNameAllSliders) {
     window.gpucourseNameAllSliders = nameSliders;
-    new MutationObserver(nameSliders).observe(document.body, {childList: true, subtree: true});
+    new MutationObserver(nameSliders).observe(document.body, {
+      childList: true, subtree: true, attributes: true, attributeFilter: ['class']
+    });
   }
   nameSliders();
 })();

@@ -83,3 +83,27 @@ def error_text(cell: Locator) -> str:
 def output_text(page: Page) -> str:
     # textContent, not innerText: cells scrolled out of view are not laid out.
     return "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output pre").all_text_contents())
+
+
+WIDGET_MS = 30_000  # a widget's parts render after its box, later still on a loaded machine
+
+
+def named_slider(page: Page, widget: Locator, name: str) -> Locator:
+    """The one slider named ``name`` (``gpucourse.widget_access`` names it after its
+    label), waited for; if it never comes, the error says what the widget held instead:
+    its sliders with their labels and names, and whether the naming script ran."""
+    slider = page.get_by_role("slider", name=name)
+    try:
+        expect(slider).to_have_count(1, timeout=WIDGET_MS)
+    except AssertionError as error:
+        seen = widget.evaluate(
+            """(box) => ({
+              namer_ran: typeof window.gpucourseNameAllSliders === 'function',
+              sliders: [...box.querySelectorAll('.gpucourse-slider')].map(s => ({
+                label: (s.querySelector('.widget-label') || {}).textContent,
+                handle: (s.querySelector('[role="slider"], .ui-slider-handle') || {outerHTML: null}).outerHTML,
+              })),
+            })"""
+        )
+        raise AssertionError(f"no slider named {name!r}; the widget held {seen}") from error
+    return slider

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from notebook_ui import open_notebook, output_text, run_all_cells
+from notebook_ui import named_slider, open_notebook, output_text, run_all_cells
 from playwright.sync_api import expect
 from test_lab_training import focused_in, tab_until
 
@@ -31,8 +31,7 @@ def test_data_loading_lesson_runs_and_the_timeline_is_played_with_the_keyboard(
     widget = page.locator(".pipeline")
     expect(widget).to_have_count(1)
     widget.scroll_into_view_if_needed()
-    workers = page.get_by_role("slider", name="Loader workers")
-    expect(workers).to_have_count(1)
+    workers = named_slider(page, widget, "Loader workers")
     widget.locator("button, input, [tabindex='0']").first.focus()
 
     tab_until(page, lambda: workers.evaluate("el => el === document.activeElement"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from notebook_ui import open_notebook, output_text, run_all_cells
+from notebook_ui import named_slider, open_notebook, output_text, run_all_cells
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -30,8 +30,7 @@ def test_lesson_runs_and_the_race_is_played_with_the_keyboard(lab, page, artifac
     expect(race).to_have_count(1)
     race.scroll_into_view_if_needed()
     # The slider has an accessible name, and Tab reaches it from the race's first control.
-    slider = page.get_by_role("slider", name="Steps")
-    expect(slider).to_have_count(1)
+    slider = named_slider(page, race, "Steps")
     race.locator("button, [tabindex='0']").first.focus()
     tab_until(page, lambda: slider.evaluate("el => el === document.activeElement"))
 

@@ -4,7 +4,7 @@ from the keyboard: both sliders set, Train pressed, Stop pressed."""
 from __future__ import annotations
 
 import pytest
-from notebook_ui import open_notebook, output_text, run_all_cells
+from notebook_ui import named_slider, open_notebook, output_text, run_all_cells
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -42,10 +42,8 @@ def test_training_lesson_runs_and_the_widget_is_played_with_the_keyboard(lab, pa
     expect(widget).to_have_count(1)
     widget.scroll_into_view_if_needed()
     # Both sliders have accessible names, and Tab reaches them from the widget's first control.
-    every = page.get_by_role("slider", name="Read the loss every N steps")
-    batch = page.get_by_role("slider", name="Batch size")
-    expect(every).to_have_count(1)
-    expect(batch).to_have_count(1)
+    every = named_slider(page, widget, "Read the loss every N steps")
+    batch = named_slider(page, widget, "Batch size")
     widget.locator("button, [tabindex='0']").first.focus()
 
     tab_until(page, lambda: every.evaluate("el => el === document.activeElement"))
