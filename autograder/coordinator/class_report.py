@@ -34,8 +34,9 @@ MIN_HINT_CHARS = 12  # shorter string literals ("cpu", "MB") are not hints
 def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
     graded = [o for o in outcomes if o.get("max_score")]
     asked = _question_points(course_root, assignment)
-    questions = pass_rates(course_root, assignment)
-    mistakes = hinted_mistakes(course_root, assignment, [o["student_id"] for o in graded])
+    students = [o["student_id"] for o in graded]  # an ungraded submission's zeros are no answers
+    questions = pass_rates(course_root, assignment, students)
+    mistakes = hinted_mistakes(course_root, assignment, students)
     fates = Counter(o["fate"] for o in outcomes)
     scores = [o["score"] for o in graded]
     max_score = max((o["max_score"] for o in graded), default=0)
@@ -121,13 +122,18 @@ def _full(values: list[float], points: float) -> str:
     return f"{100 * sum(v >= points for v in values) / len(values):.0f}%" if values else ""
 
 
-def pass_rates(course_root: Path, assignment: str) -> dict[str, tuple[float, int, int, float]]:
-    """Test cell -> (points, submissions graded, full marks, mean score), from the gradebook."""
+def pass_rates(
+    course_root: Path, assignment: str, students: list[str]
+) -> dict[str, tuple[float, int, int, float]]:
+    """Test cell -> (points, submissions graded, full marks, mean score), from the
+    gradebook, over these students' submissions."""
     from nbgrader.api import Gradebook
 
     rates: dict[str, list] = {}
     with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
         for submission in gb.find_assignment(assignment).submissions:
+            if submission.student_id not in students:
+                continue
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
                     if grade.max_score and grade.auto_score is not None:

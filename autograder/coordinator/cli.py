@@ -23,6 +23,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from autograder import logs
@@ -194,17 +195,54 @@ def give_to_course_owner(course: Path) -> None:
 
 
 def run(args, course: Path) -> int:
-    kept = []  # outcomes recorded this run, for the message if it is interrupted
+    if args.no_sandbox and not args.report_only:
+        print(
+            "course-grade: WARNING: --no-sandbox: student code runs as you, with your "
+            "files and network. Use it only for submissions you trust.",
+            file=sys.stderr,
+        )
     try:
-        if args.no_sandbox and not args.report_only:
-            print(
-                "course-grade: WARNING: --no-sandbox: student code runs as you, with your "
-                "files and network. Use it only for submissions you trust.",
-                file=sys.stderr,
-            )
         assignments = [args.assignment] if args.assignment else all_assignments(course)
         for assignment in assignments:  # before anything in the course is touched
             check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
+        with one_run_at_a_time(course):
+            return grade_and_report(args, course, assignments)
+    except InstructorError as exc:
+        print(f"course-grade: {exc}", file=sys.stderr)
+        return 2
+
+
+@contextlib.contextmanager
+def one_run_at_a_time(course: Path):
+    """Hold the course for this run: a second run at once would grade the same submissions
+    into the same ledger and gradebook. The lock is the kernel's (flock), so it goes with
+    the process, however it ends; its file says who holds it."""
+    import fcntl
+
+    folder = course / ".course-grade"
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / "run.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another run"
+            raise InstructorError(
+                f"another course-grade run ({holder}) is working on this course; wait for "
+                "it to end, then run this again. Nothing was changed."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(
+            fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0
+        )
+        yield
+    finally:
+        os.close(fd)  # the lock ends with it
+
+
+def grade_and_report(args, course: Path, assignments: list[str]) -> int:
+    kept = []  # outcomes recorded this run, for the message if it is interrupted
+    try:
         graded = {}
         if args.report_only:
             for assignment in assignments:
@@ -215,28 +253,10 @@ def run(args, course: Path) -> int:
 
             threading.Thread(target=class_report.prepare, daemon=True).start()
             with executor_for(args) as executor:
-                for assignment in assignments:
+                for assignment in assignments:  # every import first: an id is checked against all
                     run_import(args, course, assignment)
-                    missing = [
-                        student
-                        for student in args.students or ()
-                        if not (course / "submitted" / student / assignment).is_dir()
-                    ]
-                    for student in missing:
-                        print(
-                            f"course-grade: --student {student}: nothing in "
-                            f"submitted/{student}/{assignment} to grade",
-                            file=sys.stderr,
-                        )
-                    if missing and args.assignment:  # one unit: a typo in an id, surely
-                        known = sorted(
-                            p.parent.name for p in (course / "submitted").glob("*/" + assignment)
-                        )
-                        raise InstructorError(
-                            f"no submission of {assignment} for --student "
-                            f"{', '.join(missing)}; nothing was graded. Students with one: "
-                            f"{', '.join(known[:20]) or 'none'}{' ...' if len(known) > 20 else ''}"
-                        )
+                check_chosen_students(args.students or [], course, assignments)
+                for assignment in assignments:
                     graded[assignment] = run_grading(
                         args, course, assignment, executor, kept.append
                     )
@@ -293,6 +313,36 @@ def run(args, course: Path) -> int:
     if not args.report_only:
         warn_of_manual_grades(course, graded)
     return 0
+
+
+def check_chosen_students(students: list[str], course: Path, assignments: list[str]) -> None:
+    """Before anything is graded: each --student has a submission of the unit named, or of
+    at least one unit with --all. An id with none is a typo, surely: nothing is graded,
+    and the students who have one are listed. With --all, a unit a chosen student has not
+    submitted is only said."""
+
+    def has(student: str, assignment: str) -> bool:
+        return (course / "submitted" / student / assignment).is_dir()
+
+    for student in students:
+        for assignment in assignments:
+            if len(assignments) > 1 and not has(student, assignment):
+                print(
+                    f"course-grade: --student {student}: nothing in "
+                    f"submitted/{student}/{assignment} to grade",
+                    file=sys.stderr,
+                )
+    missing = [s for s in students if not any(has(s, a) for a in assignments)]
+    if missing:
+        known = sorted(
+            {p.parent.name for a in assignments for p in (course / "submitted").glob("*/" + a)}
+        )
+        which = assignments[0] if len(assignments) == 1 else "any unit"
+        raise InstructorError(
+            f"no submission of {which} for --student {', '.join(missing)}; nothing was "
+            f"graded. Students with one: {', '.join(known[:20]) or 'none'}"
+            f"{' ...' if len(known) > 20 else ''}"
+        )
 
 
 def warn_of_manual_grades(course: Path, graded: dict[str, list[dict]]) -> None:

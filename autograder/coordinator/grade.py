@@ -67,7 +67,7 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
                 "machine you can afford to lose."
             )
     if not inbox.expected_notebooks(course_root, assignment):
-        raise InstructorError(f"no source notebooks in {course_root / 'source' / assignment}")
+        raise InstructorError(no_such_unit(course_root, assignment))
     from nbgrader.api import Gradebook, MissingEntry
 
     url = config.CourseDirectory.db_url
@@ -84,6 +84,28 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
                 f"assignment {assignment!r} is not in the gradebook: run "
                 f"`nbgrader generate_assignment {assignment}` in {course_root} first"
             ) from None
+
+
+def no_such_unit(course_root: Path, assignment: str) -> str:
+    """What to say of a unit name without source notebooks: the units there are, and the
+    nearest name (a typo, surely)."""
+    import difflib
+
+    source = course_root / "source"
+    units = (
+        sorted(
+            p.name
+            for p in source.iterdir()
+            if p.is_dir() and inbox.expected_notebooks(course_root, p.name)
+        )
+        if source.is_dir()
+        else []
+    )
+    near = difflib.get_close_matches(assignment, units, n=1)
+    said = f"no source notebooks in {source / assignment}"
+    if near:
+        said += f"; did you mean {near[0]}?"
+    return said + f" The course's units: {', '.join(units) or 'none (source/ is empty)'}"
 
 
 def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
@@ -232,7 +254,10 @@ def _grade_class(
         if rejected:
             fate, message = rejected
             outcome = fates.Outcome(student, fate, 0.0, None, [message], digest=digest).as_dict()
-            _zero_submission(course_root, assignment, student)
+            dated = None if inbox.timestamp_problem(files) else files.get("timestamp.txt")
+            _zero_submission(
+                course_root, assignment, student, dated and dated.decode(errors="replace").strip()
+            )
             ledger.put(outcome)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
@@ -537,7 +562,7 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
         if name.endswith(".ipynb") and "/" not in name
     }
     if not notebooks:
-        _zero_submission(course_root, assignment, student)
+        _zero_submission(course_root, assignment, student, result.timestamp)
         return outcome
     score, max_score = _save_grades(course_root, assignment, student, notebooks, result.timestamp)
     outcome["score"], outcome["max_score"] = score, max_score
@@ -606,12 +631,16 @@ def _replace(dest: Path, files: dict[str, bytes]) -> None:
         safefiles.replace_folder(dest, files)
 
 
-def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
+def _zero_submission(
+    course_root: Path, assignment: str, student: str, timestamp: str | None = None
+) -> None:
     """A submission that cannot be graded scores 0, never an older attempt's grades, and
-    its student is in the gradebook, so grades.csv lists them. The older attempt's graded
-    notebook and feedback page go too: ``nbgrader release_feedback`` would hand that page
-    back as if it were this submission's."""
+    its student is in the gradebook, so grades.csv lists them. Its date is this attempt's
+    (``timestamp``, a date already checked), or none: never the older attempt's. The older
+    attempt's graded notebook and feedback page go too: ``nbgrader release_feedback`` would
+    hand that page back as if it were this submission's."""
     from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.utils import parse_utc
 
     for kind in ("autograded", "feedback"):
         stale = course_root / kind / student / assignment
@@ -625,6 +654,7 @@ def _zero_submission(course_root: Path, assignment: str, student: str) -> None:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:
             return
+        submission.timestamp = parse_utc(timestamp) if timestamp else None
         for notebook in submission.notebooks:
             for grade in notebook.grades:
                 grade.auto_score = 0

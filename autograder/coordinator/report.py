@@ -272,7 +272,9 @@ def summary_table(outcomes: list[dict]) -> str:
         score = "" if o.get("score") is None else f"{o['score']:g}"
         if o.get("max_score"):
             score += f"/{o['max_score']:g}"
-        late = f"-{o['late_penalty']:g} (of {o['raw_score']:g})" if o.get("late_penalty") else ""
+        late = (
+            f"-{o['late_penalty']:g} from a raw {o['raw_score']:g}" if o.get("late_penalty") else ""
+        )
         note = "; ".join(o.get("details") or [])
         rows.append((o["student_id"], o["fate"], score, late, note[:70]))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

@@ -90,6 +90,19 @@ def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, cap
     assert sorted(p.name for p in course.iterdir()) == before
 
 
+def test_a_misspelled_unit_is_refused_with_the_nearest_name_and_the_course_units(tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(SOURCE, course / "source" / ASSIGNMENT / NOTEBOOK)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    before = sorted(p.name for p in course.iterdir())
+    typo = ASSIGNMENT[:-1]  # gpu_tensor
+    assert cli.main([typo, "--course", str(course), "--no-sandbox"]) == 2
+    said = capsys.readouterr().err
+    assert f"did you mean {ASSIGNMENT}?" in said and f"The course's units: {ASSIGNMENT}" in said
+    assert sorted(p.name for p in course.iterdir()) == before
+
+
 def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(tmp_path):
     """A Canvas column named 'Name (id)' updates that assignment; a unit that is not out yet
     (nobody submitted, or not yet due) is an empty cell, which Canvas leaves alone, not a 0
@@ -430,7 +443,7 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
         rows = {r["student_id"]: r for r in csv.DictReader(f)}
     assert (float(rows["cg19bo"]["score"]), float(rows["cg19bo"]["late_penalty"])) == (0, TOTAL)
     bo_line = next(line for line in runs["rest"].stdout.splitlines() if line.startswith("cg19bo"))
-    assert f"0/{TOTAL:g}" in bo_line and f"-{TOTAL:g}" in bo_line
+    assert f"0/{TOTAL:g}" in bo_line and f"-{TOTAL:g} from a raw {TOTAL:g}" in bo_line
     page = (course / "reports" / ASSIGNMENT / "class-report.html").read_text()
     assert f"mean {TOTAL / 3:.1f} of {TOTAL:g}" in page
     # The student x question table: bo's answers earned every question, the penalty took all.
@@ -517,6 +530,16 @@ def test_chosen_students_are_graded_and_a_grader_error_is_retried(life):
     typo = course_grade(course, "--student", "cg19cyy", "--force")
     assert typo.returncode == 2 and "cg19cyy" in typo.stderr and "cg19cy" in typo.stderr
     assert "nothing was graded" in typo.stderr
+    # The same with --all: an id with no submission of any unit (was exit 0, graded nothing).
+    every_unit = subprocess.run(
+        [CLI, "--all", "--course", str(course), "--no-progress", "--student", "cg19cyy"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert every_unit.returncode == 2, every_unit.stderr
+    assert "for --student cg19cyy; nothing was graded" in every_unit.stderr
+    assert "Students with one: cg19ada, cg19bo, cg19cy" in every_unit.stderr
     assert every_score(course) == after
 
 
@@ -712,7 +735,12 @@ def test_grades_csv_keeps_every_unit_of_the_gradebook_after_a_one_unit_run(tmp_p
 def test_an_ungradable_resubmission_takes_the_older_attempts_feedback_away(tmp_path):
     """An invalid resubmission scores nothing, and the older attempt's graded notebook and
     feedback page are removed: release_feedback once handed that old page back."""
+    from nbgrader.api import Gradebook
+
+    from autograder import fates
     from autograder.coordinator import grade
+    from autograder.coordinator.ledger import Ledger
+    from autograder.coordinator.report import export_grades
     from tests.class_fixture import build_course
 
     course = build_course(tmp_path)
@@ -722,10 +750,74 @@ def test_an_ungradable_resubmission_takes_the_older_attempts_feedback_away(tmp_p
         (old / "gpu_tensors.html").write_text("the older attempt's page")
     kept = course / "feedback" / "cg19ada" / ASSIGNMENT
     kept.mkdir(parents=True)
-    grade._zero_submission(course, ASSIGNMENT, "cg19bo")
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:  # the older attempt, graded
+        gb.update_or_create_student("cg19bo")
+        gb.update_or_create_submission(
+            ASSIGNMENT, "cg19bo", timestamp=datetime.datetime(2026, 11, 20, 9, 0)
+        )
+    grade._zero_submission(course, ASSIGNMENT, "cg19bo", "2026-12-01 10:30:00.000000 UTC")
     assert not (course / "autograded" / "cg19bo" / ASSIGNMENT).exists()
     assert not (course / "feedback" / "cg19bo" / ASSIGNMENT).exists()
     assert kept.is_dir()  # another student's is left alone
+    # grades.csv: this attempt's date beside its empty score, never the older attempt's.
+    Ledger(course, ASSIGNMENT).put(
+        fates.Outcome("cg19bo", fates.INVALID_NOTEBOOK, 0.0, None, ["not JSON"]).as_dict()
+    )
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    with open(course / "grades.csv", newline="") as f:
+        row = {r["student_id"]: r for r in csv.DictReader(f)}["cg19bo"]
+    assert row["timestamp"].startswith("2026-12-01 10:30:00") and row["score"] == ""
+    # An attempt without a date (an import that could not say which) has none.
+    grade._zero_submission(course, ASSIGNMENT, "cg19bo")
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    with open(course / "grades.csv", newline="") as f:
+        assert {r["student_id"]: r for r in csv.DictReader(f)}["cg19bo"]["timestamp"] == ""
+
+
+def test_a_second_run_at_once_is_refused_and_changes_nothing(tmp_path, capsys):
+    """Two runs on one course would grade the same submissions into one ledger and
+    gradebook: the second is refused, says who holds the course, and touches nothing."""
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    nbformat.write(make_submission(RELEASE, SOLUTIONS), inbox / "ada.ipynb")
+    with cli.one_run_at_a_time(course):  # a run under way
+        before = sorted(str(p.relative_to(course)) for p in course.rglob("*"))
+        status = cli.main(
+            [ASSIGNMENT, "--course", str(course), "--folder", str(inbox), "--no-sandbox"]
+        )
+        assert status == 2
+        said = capsys.readouterr().err
+        assert "another course-grade run (pid " in said and "Nothing was changed" in said
+        assert sorted(str(p.relative_to(course)) for p in course.rglob("*")) == before
+    # Once it has ended, the course is free again (the lock went with its holder).
+    with cli.one_run_at_a_time(course):
+        pass
+
+
+def test_the_class_reports_cell_table_counts_only_graded_submissions(tmp_path):
+    """An ungraded resubmission's zeros are no answers: the pass rates leave them out (they
+    were counted, 15 submissions against 14 graded)."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator.class_report import pass_rates
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        for student, full in (("cg19ada", True), ("cg19bo", False)):
+            gb.update_or_create_student(student)
+            submission = gb.update_or_create_submission(ASSIGNMENT, student)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grade.auto_score = grade.max_score if full else 0
+        gb.db.commit()
+    rates = pass_rates(course, ASSIGNMENT, ["cg19ada"])  # bo's attempt was not graded
+    assert rates and all(n == passed == 1 for _, n, passed, _ in rates.values()), rates
+    both = pass_rates(course, ASSIGNMENT, ["cg19ada", "cg19bo"])
+    assert all(n == 2 and passed == 1 for _, n, passed, _ in both.values()), both
 
 
 @needs_root
