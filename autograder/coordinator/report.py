@@ -283,4 +283,17 @@ def summary_table(outcomes: list[dict]) -> str:
     counts = Counter(o["fate"] for o in outcomes)
     lines.append("")
     lines.append("  ".join(f"{fate}: {counts[fate]}" for fate in FATES if counts[fate]))
+    # The table is the whole class; this line is what this run did.
+    done = Counter(o["this_run"] for o in outcomes if o.get("this_run"))
+    if done:
+        said = ", ".join(f"{done[k]} {THIS_RUN[k]}" for k in THIS_RUN if done[k])
+        lines.append(f"this run: {said}")
     return "\n".join(lines)
+
+
+THIS_RUN = {
+    "graded": "graded",
+    "rejected": "refused before grading",
+    "import": "left by an import",
+    "unchanged": "unchanged since graded",
+}

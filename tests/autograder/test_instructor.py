@@ -67,6 +67,30 @@ def test_several_students_are_named_by_repeating_the_option():
     ).students == ["stu_ada", "bo"]
 
 
+def test_the_summary_says_the_whole_class_and_what_this_run_did():
+    from autograder.coordinator.report import summary_table
+
+    outcomes = [
+        {"student_id": "ada", "fate": "graded", "score": 28, "max_score": 28, "this_run": "graded"},
+        {
+            "student_id": "bo",
+            "fate": "graded",
+            "score": 0,
+            "max_score": 28,
+            "late_penalty": 28,
+            "raw_score": 28,
+            "this_run": "unchanged",
+        },
+        {"student_id": "cy", "fate": "invalid notebook", "score": None, "this_run": "rejected"},
+    ]
+    table = summary_table(outcomes)
+    assert "graded: 2  invalid notebook: 1" in table  # the whole class
+    assert table.splitlines()[-1] == (
+        "this run: 1 graded, 1 refused before grading, 1 unchanged since graded"
+    )
+    assert "-28 from a raw 28" in next(line for line in table.splitlines() if line.startswith("bo"))
+
+
 def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, capsys):
     course = tmp_path / "course"
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
