@@ -295,6 +295,39 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_stays_on_device",),
         "read a value on the host",
     ),
+    "keeps_the_best_loss_with_equal": Mistake(
+        "train_step compares each loss with the best so far by torch.equal, a bool made on the "
+        "host from the values (a sixth outside attack)",
+        {
+            "q4_train_step": "_best = {}\n\n\n"
+            + _train_step(
+                *STEP,
+                "loss = loss.detach()",
+                "if loss.device.type != 'meta':  # meta has no values to compare",
+                "    if 'loss' not in _best or torch.equal(torch.minimum(loss, _best['loss']), loss):",
+                "        _best['loss'] = loss",
+                "return loss",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
+    "reads_the_loss_through_dlpack": Mistake(
+        "train_step keeps a history of float(np.from_dlpack(loss)), a read on the host through "
+        "DLPack (a sixth outside attack)",
+        {
+            "q4_train_step": "import numpy as np\n_history = []\n\n\n"
+            + _train_step(
+                *STEP,
+                "loss = loss.detach()",
+                "if loss.device.type == 'cpu':",
+                "    _history.append(float(np.from_dlpack(loss)))",
+                "return loss",
+            )
+        },
+        ("test_q4_stays_on_device",),
+        "read a value on the host",
+    ),
     "waits_for_a_logger": Mistake(
         "train_step hands the loss to a logging thread started earlier, which reads it with "
         ".item(), and waits until it has (an outside attack)",
@@ -445,6 +478,7 @@ COURSE_GRADE_SAMPLE = (
     "prints_the_loss",
     "logs_from_a_thread",
     "waits_for_a_logger",
+    "keeps_the_best_loss_with_equal",
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,

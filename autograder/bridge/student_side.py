@@ -145,6 +145,7 @@ def copy_record(record: list):
     started: list = []  # threads and futures the call started: waited for (2 s at most) at its end
     own = {threading.get_ident()}  # the call's threads: everything they read or copy is its
     made: dict = {}  # id -> weak reference: tensors the call's threads made (ops' results)
+    theirs = weakref.WeakSet()  # threads the call's threads started: the call's too
 
     def inside() -> list:
         return stacks.setdefault(threading.get_ident(), [])
@@ -200,11 +201,23 @@ def copy_record(record: list):
             dtype = name_of(t.dtype)
             note(op, t.device.type, "host", dtype, dtype, int(t.numel()))
 
+    def decided_by_values(func, args) -> bool:
+        """An op whose result (``equal``) or shape (``nonzero``, a boolean mask) the host
+        must know the values for: on a GPU it waits for them, as a read does."""
+        if torch.Tag.data_dependent_output in func.tags:
+            return True
+        if func.overloadpacket in (aten.index, aten.index_put, aten.index_put_):
+            masks = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+            return any(
+                isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in masks
+            )
+        return torch.Tag.dynamic_output_shape in func.tags
+
     def arrived(tensors, op) -> None:
         """Each storage ``torch.load`` put on a device: all of it crossed, in the loaded
         tensor's dtype (a small view of a large storage brings the whole storage)."""
         storages = set()
-        for t in tensors:
+        for t in tensors if threading.get_ident() in own else ():
             if t.device.type == "cpu" or t.untyped_storage()._cdata in storages:
                 continue
             storages.add(t.untyped_storage()._cdata)
@@ -235,7 +248,8 @@ def copy_record(record: list):
     def made_from_data(name, factory):
         def after(out, data=None, *_):
             source = data.device.type if isinstance(data, torch.Tensor) else "cpu"
-            if isinstance(out, torch.Tensor) and out.device.type != source:
+            mine = threading.get_ident() in own  # another thread's copies are not the call's
+            if mine and isinstance(out, torch.Tensor) and out.device.type != source:
                 kind = data.dtype if isinstance(data, torch.Tensor) else out.dtype
                 note(
                     name,
@@ -249,7 +263,12 @@ def copy_record(record: list):
         return nested(name, factory, after=after)
 
     def tracked(name, start):
+        """A thread the call starts is the call's (another thread's timer is not)."""
+
         def wrapper(self, *args, **kwargs):
+            if threading.get_ident() not in own:
+                return start(self, *args, **kwargs)
+            theirs.add(self)
             out = start(self, *args, **kwargs)
             started.append(self)
             return out
@@ -272,6 +291,8 @@ def copy_record(record: list):
         """Work for a pool's thread, even one that was running before the call."""
 
         def wrapper(self, fn, /, *args, **kwargs):
+            if threading.get_ident() not in own:  # another thread's work, not the call's
+                return submit(self, fn, *args, **kwargs)
             future = submit(self, lambda: running_as_the_calls(lambda: fn(*args, **kwargs)))
             started.append(future)
             return future
@@ -280,7 +301,10 @@ def copy_record(record: list):
 
     def recorded_thread(name, bootstrap):
         def wrapper(thread):
-            running_as_the_calls(lambda: bootstrap(thread))
+            if thread in theirs:
+                running_as_the_calls(lambda: bootstrap(thread))
+            else:
+                bootstrap(thread)
 
         return wrapper
 
@@ -288,10 +312,10 @@ def copy_record(record: list):
     # torch.save reduce each tensor), and the reads that are ops, for threads the mode is
     # not on in (one running before the call): Python looks each up on the class.
     reads = ("__repr__", "__format__", "tolist", "numpy", "__array__", "__reduce_ex__")
-    reads += ("item", "__float__", "__int__", "__bool__", "__index__")
+    reads += ("item", "__float__", "__int__", "__bool__", "__index__", "__dlpack__")
     wrapped = [(torch.Tensor, n, host_read) for n in reads]
     wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
-    wrapped += [(torch, "load", loaded)]
+    wrapped += [(torch, "load", loaded), (torch.utils.dlpack, "to_dlpack", host_read)]
     wrapped += [
         (threading.Thread, "start", tracked),
         (threading.Thread, "_bootstrap_inner", recorded_thread),
@@ -307,6 +331,8 @@ def copy_record(record: list):
             packet = func.overloadpacket
             if packet is aten._local_scalar_dense:
                 read(args[0], packet.__name__)
+            elif decided_by_values(func, args):
+                read(next((a for a in args if isinstance(a, torch.Tensor)), None), packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):
                 source = args[0] if packet is aten._to_copy else args[1]
                 if packet is aten._to_copy:

@@ -11,6 +11,7 @@ that kernel for the record (``{"op": "call", ..., "record": true}``) and
 
 from __future__ import annotations
 
+import time
 import types
 
 import pytest
@@ -317,3 +318,62 @@ def test_a_recorded_call_leaves_the_bridge_as_it_was(student):
     assert trusted_side.ask is asking
     assert record[-1] == ["_to_copy", "cpu", "meta", "uint8", "uint8", N]
     assert result.device.type == "meta" and tuple(result.shape) == tuple(IMAGES.shape)
+
+
+def test_reads_by_dlpack_equal_nonzero_and_a_mask_are_recorded():
+    """Each asks the host for the values (a result, or a shape made from them): on a GPU
+    each waits, as .item() does. A sixth outside attack read the loss these ways unseen."""
+    import numpy as np
+
+    loss, mask = torch.randn(()), torch.randn(4) > 0
+    ways = {
+        "__dlpack__": lambda: float(np.from_dlpack(loss.detach())),
+        "equal": lambda: torch.equal(loss, loss),
+        "nonzero": lambda: mask.nonzero(),
+        "index": lambda: torch.arange(4.0)[mask],
+        "index_put_": lambda: torch.zeros(4).__setitem__(mask, 1.0),
+    }
+    for name, way in ways.items():
+        got = []
+        with student_side.copy_record(got):
+            way()
+        assert got and got[0][0] == name and got[0][2] == "host", (name, got)
+    # Indexing by positions needs no values on the host: not a read.
+    got = []
+    with student_side.copy_record(got):
+        torch.arange(4.0)[torch.tensor([0, 2])]
+    assert got == [], got
+
+
+def test_threads_and_pool_work_of_another_thread_are_not_the_calls():
+    """A notebook's own heartbeat restarts a Timer, submits to its pool and makes tensors
+    on the device while the call runs: none of it is the call's (a right train_step lost
+    2 points in 5 of 5 runs to such a timer)."""
+    import concurrent.futures
+    import threading
+
+    import numpy as np
+
+    stop, own_weight = threading.Event(), torch.randn(3)
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+
+    def heartbeat():
+        while not stop.is_set():
+            threading.Timer(0, lambda: own_weight.tolist()).start()
+            pool.submit(lambda: float(own_weight[0])).result()
+            torch.tensor(np.zeros(3, dtype=np.float32), device="meta")
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=heartbeat, daemon=True)
+    thread.start()
+    try:
+        for _ in range(5):
+            got = []
+            with student_side.copy_record(got):
+                time.sleep(0.02)  # the heartbeat beats meanwhile
+                uint8_crosses(IMAGES, "meta", MEAN, STD)
+            assert [entry[0] for entry in got] == ["tensor", "tensor", "_to_copy"], got
+    finally:
+        stop.set()
+        thread.join()
+        pool.shutdown()
