@@ -27,7 +27,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from nbgrader.exchange.abc.exchange import ExchangeError
@@ -153,6 +153,9 @@ def _known_ids(course_root: Path) -> set[str]:
 
 
 # -- the nbgrader exchange ---------------------------------------------------------------
+BACKDATE_SLACK = timedelta(minutes=5)  # nbgrader submit dates the folder, then copies into it
+
+
 class SafeExchangeCollect(ExchangeCollect):
     """nbgrader's collect, for inbound folders that students wrote.
 
@@ -173,6 +176,7 @@ class SafeExchangeCollect(ExchangeCollect):
             self.fail(f"Course not found: {self.inbound_path}")
         self.problems: list[Problem] = []
         gate = getattr(self, "gate", None) or Gate(Path(self.coursedir.root))
+        self.duedate = self._duedate()  # before the records: a backdated one is refused
         records: dict[str, list[dict]] = {}
         for entry in sorted(os.scandir(self.inbound_path), key=lambda e: e.name):
             record = self._record(entry)
@@ -182,7 +186,6 @@ class SafeExchangeCollect(ExchangeCollect):
         records = {student: r for student, r in records.items() if gate.chosen(student)}
         taken, clashes = gate.clashes(records)
         self.problems += clashes + gate.left_out_note("the exchange")
-        self.duedate = self._duedate()
         self.src_records = []
         for student, attempts in sorted(records.items()):
             if student not in taken:
@@ -207,6 +210,7 @@ class SafeExchangeCollect(ExchangeCollect):
             why = "its date does not read as one"
         else:
             why, owner = self._owner_problem(entry, student)
+            why = why or self._backdated(entry, parse_utc(stamp))
             if why is None:
                 return {
                     "username": student,
@@ -231,6 +235,24 @@ class SafeExchangeCollect(ExchangeCollect):
             )
         )
         return None
+
+    def _backdated(self, entry, claimed) -> str | None:
+        """Why a folder's name cannot be its date, or None. A student names the folder but
+        cannot set when it was made (its ctime): a name dated before the due date on a
+        folder made after it would escape the late penalty (nbgrader's own collect trusts
+        the name). Only a late folder is checked; BACKDATE_SLACK covers a slow copy."""
+        if self.duedate is None:
+            return None
+        made = datetime.fromtimestamp(
+            entry.stat(follow_symlinks=False).st_ctime, timezone.utc
+        ).replace(tzinfo=None)
+        if made <= self.duedate or claimed >= made - BACKDATE_SLACK:
+            return None
+        return (
+            f"its name dates it {claimed:%Y-%m-%d %H:%M:%S} UTC, but the folder was made (or "
+            f"last changed) at {made:%Y-%m-%d %H:%M:%S} UTC, after the due date: the name "
+            "cannot be its date. Check it and give it its date by hand"
+        )
 
     def _owner_problem(self, entry, student: str) -> tuple[str | None, str | None]:
         """(why the folder is not taken, the system user who made it), or (None, None)."""

@@ -257,6 +257,7 @@ class Sandbox(Configurable):
         mb = 1_000_000
         args.extend(["--size", str(self.disk_mb * mb), "--perms", "1777", "--tmpfs", "/tmp"])
         args.extend(["--size", str(self.shm_mb * mb), "--perms", "1777", "--tmpfs", "/dev/shm"])
+        args.extend(["--mqueue", "/dev/mqueue"])  # its own: emptied between kernels, as /dev/shm
         for path in self._runtime_paths() + list(self.extra_ro_binds):
             parents(path)
             args.extend(["--ro-bind", path, path])

@@ -18,8 +18,9 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   holds that pipe.
 - For each request the template first ends everything of the kernel before: it kills
   every other process of its uid in the sandbox's pid namespace (but its own ancestors)
-  until none is left, empties the sandbox's writable folders (``/tmp``, ``/dev/shm``;
-  a folder made read-only is made writable first) and removes its System V IPC objects.
+  until none is left, empties the sandbox's writable folders (``/tmp``, ``/dev/shm``,
+  and ``/dev/mqueue``, its own POSIX message queues; a folder made read-only is made
+  writable first), removes its System V IPC objects and empties its uid's keyrings.
   If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
   in a new sandbox. Then it forks one child and says ``forked <pid>``. The child fills
   its working folder from the staging folder, writes its connection file and becomes an
@@ -44,6 +45,7 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import re
@@ -81,7 +83,7 @@ PRELOAD = {
     "test": _COMMON + (f"{_BRIDGE}.trusted_side",),
     "student": _COMMON + (f"{_BRIDGE}.student_side",),
 }
-WRITABLE = ("/tmp", "/dev/shm")
+WRITABLE = ("/tmp", "/dev/shm", "/dev/mqueue")  # /dev/mqueue: its POSIX message queues
 _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PR_SET_DUMPABLE = 4
 IPC_RMID = 0
@@ -188,7 +190,27 @@ def _end_earlier_kernels() -> str:
         left = _tree(folder) - _BASELINE
         if left:
             return f"{folder} could not be emptied ({len(left)} left: {sorted(left)[:3]!r:.200})"
-    return _remove_ipc()
+    return _remove_ipc() or _clear_keyrings()
+
+
+# keyctl's number, by machine: a kernel's keys live in its uid's keyrings, which outlive it.
+KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, -4, -5
+
+
+def _clear_keyrings() -> str:
+    """Empty this uid's user and user-session keyrings (an earlier kernel's keys would
+    reach the next kernel there: an outside attacker passed a note that way). Where the
+    kernel has no keyrings (no such system call, or refused), no kernel could add a key."""
+    number = KEYCTL.get(os.uname().machine)
+    if number is None:
+        return f"keyrings cannot be emptied on {os.uname().machine}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        if libc.syscall(number, KEYCTL_CLEAR, ring) != 0:
+            if ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM, errno.EACCES):
+                return f"a keyring could not be emptied ({os.strerror(ctypes.get_errno())})"
+    return ""
 
 
 def _in_sandbox_pid_namespace() -> bool:

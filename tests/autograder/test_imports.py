@@ -320,6 +320,44 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
     assert taken == stamp
 
 
+def test_a_late_folder_named_with_an_early_date_is_left_for_review(course, tmp_path):
+    """A student names their exchange folder, but cannot date it: one made after the due
+    date under a name dated before it is not collected (it escaped the late penalty, 30/30
+    against 0/30); an honest late one is taken with its date, and the penalty follows."""
+    import datetime
+
+    from nbgrader.api import Gradebook
+
+    from tests.class_fixture import nbgrader
+
+    exchange = tmp_path / "exchange"
+    inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound"
+    inbound.mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
+    )
+    nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment("gpu_tensors", duedate=now - datetime.timedelta(hours=1))
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    early = (now - datetime.timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    honest = now.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    for name in (f"{me}+gpu_tensors+{early}+a",):
+        (inbound / name).mkdir()
+        (inbound / name / "gpu_tensors.ipynb").write_bytes(NB)
+    problems = importers.import_exchange(course, "gpu_tensors")
+    assert not (course / "submitted" / me).exists()
+    [(student, fate, message)] = problems
+    assert (student, fate) == (me, "needs review")
+    assert "after the due date: the name cannot be its date" in message
+    (inbound / f"{me}+gpu_tensors+{honest}+b").mkdir()
+    (inbound / f"{me}+gpu_tensors+{honest}+b" / "gpu_tensors.ipynb").write_bytes(NB)
+    importers.import_exchange(course, "gpu_tensors")
+    taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
+    assert taken == honest
+
+
 BLANK = nbformat.writes(make_submission(RELEASE, {})).encode()
 OLD_BLACKBOARD_REGEXP = (  # the pattern this course shipped before: an id could hold no '_'
     r"^(?P<assignment>.*?)_(?P<student_id>[A-Za-z0-9][A-Za-z0-9.\-]*)_attempt_"

@@ -130,10 +130,16 @@ ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread alone
 """
 
 
+# add_key and keyctl (x86_64): a key in the uid's user keyring (-4), searched for by name (10)
+ADD_KEY, KEYCTL = 248, 250
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the planted keys use x86_64 calls")
 def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
-    """What an outside attacker did: an IPython startup file in folders made read-only
-    (HOME is /tmp), a locked folder in /dev/shm, a System V shared memory segment, and a
-    chain of processes that fork and exit, always a step ahead of a list of pids."""
+    """What outside attackers did: an IPython startup file in folders made read-only
+    (HOME is /tmp), a locked folder in /dev/shm, a System V shared memory segment, a POSIX
+    message queue and a key in the uid's keyring left for a later kernel, and a chain of
+    processes that fork and exit, always a step ahead of a list of pids."""
     plant = [
         "import os, ctypes, time\n"
         "start = '/tmp/.ipython/profile_default/startup'\n"
@@ -143,6 +149,10 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "os.makedirs('/dev/shm/locked/in'); open('/dev/shm/locked/in/f', 'w').write('x')\n"
         "os.chmod('/dev/shm/locked/in', 0); os.chmod('/dev/shm/locked', 0o555)\n"
         "print(ctypes.CDLL(None).shmget(0x5EED, 4096, 0o1600) >= 0)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "q = libc.mq_open(b'/classnote', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+        "libc.mq_send(q, b'from ada', 8, 0)\n"
+        f"libc.syscall({ADD_KEY}, b'user', b'classnote', b'from ada', 8, -4)\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    end = time.time() + 60\n"
@@ -177,12 +187,14 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "      os.path.exists(start := '/tmp/.ipython/profile_default/startup/00-x.py'),\n"
         "      os.listdir('/dev/shm'), len(open('/proc/sysvipc/shm').readlines()) - 1,\n"
         "      'STARTUP_RAN' in globals(),\n"
+        "      os.listdir('/dev/mqueue'),\n"
+        f"      __import__('ctypes').CDLL(None).syscall({KEYCTL}, 10, -4, b'user', b'classnote', 0) > 0,\n"
         "      [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine\n"
         "       and os.stat('/proc/' + p).st_uid == os.getuid()])",
     ]
     texts, km = run(harvest, staged(tmp_path, "second.txt", "B"))
     assert km.without_template is None
-    assert texts == ["False False [] 0 False []\n"], texts
+    assert texts == ["False False [] 0 False [] False []\n"], texts
 
 
 def test_no_kernel_can_read_or_write_its_templates_memory(tmp_path):
