@@ -329,9 +329,7 @@ def copy_record(record: list):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             packet = func.overloadpacket
-            if packet is aten._local_scalar_dense:
-                read(args[0], packet.__name__)
-            elif decided_by_values(func, args):
+            if decided_by_values(func, args):  # .item(), float(t), an if: _local_scalar_dense
                 read(next((a for a in args if isinstance(a, torch.Tensor)), None), packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):
                 source = args[0] if packet is aten._to_copy else args[1]

@@ -32,6 +32,7 @@ from autograder.coordinator import importers, inbox
 from autograder.coordinator.grade import (
     InstructorError,
     check_ready,
+    course_units,
     grade_assignment,
     recorded_outcomes,
 )
@@ -375,11 +376,7 @@ def graded_units(course: Path, assignments: list[str]) -> list[str]:
 
 
 def all_assignments(course: Path) -> list[str]:
-    found = sorted(
-        p.name
-        for p in (course / "source").iterdir()
-        if p.is_dir() and inbox.expected_notebooks(course, p.name)
-    )
+    found = course_units(course)
     if not found:
         raise InstructorError(f"no assignments in {course / 'source'}")
     return found

@@ -86,23 +86,26 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
             ) from None
 
 
+def course_units(course_root: Path) -> list[str]:
+    """The units of the course: each folder of source/ with notebooks in it, by name."""
+    source = course_root / "source"
+    if not source.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in source.iterdir()
+        if p.is_dir() and inbox.expected_notebooks(course_root, p.name)
+    )
+
+
 def no_such_unit(course_root: Path, assignment: str) -> str:
     """What to say of a unit name without source notebooks: the units there are, and the
     nearest name (a typo, surely)."""
     import difflib
 
-    source = course_root / "source"
-    units = (
-        sorted(
-            p.name
-            for p in source.iterdir()
-            if p.is_dir() and inbox.expected_notebooks(course_root, p.name)
-        )
-        if source.is_dir()
-        else []
-    )
+    units = course_units(course_root)
     near = difflib.get_close_matches(assignment, units, n=1)
-    said = f"no source notebooks in {source / assignment}"
+    said = f"no source notebooks in {course_root / 'source' / assignment}"
     if near:
         said += f"; did you mean {near[0]}?"
     return said + f" The course's units: {', '.join(units) or 'none (source/ is empty)'}"

@@ -285,18 +285,24 @@ def test_an_honest_notebook_passes_the_inbox(course):
     )
 
 
-def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_path):
-    """A folder named for another student, a name that is not a date, a file where a folder
-    should be: each is that entry's problem, and the collect goes on."""
+def _exchange_inbound(course: Path, tmp_path: Path) -> Path:
+    """An exchange for the course, the unit released into its gradebook: its inbound."""
+    from tests.class_fixture import nbgrader
+
     exchange = tmp_path / "exchange"
     inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound"
     inbound.mkdir(parents=True)
     (course / "nbgrader_config.py").write_text(
         (course / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
     )
-    from tests.class_fixture import nbgrader
-
     nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    return inbound
+
+
+def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_path):
+    """A folder named for another student, a name that is not a date, a file where a folder
+    should be: each is that entry's problem, and the collect goes on."""
+    inbound = _exchange_inbound(course, tmp_path)
     stamp = "2024-03-01 10:00:00.000000 UTC"
     me = __import__("pwd").getpwuid(os.geteuid()).pw_name
     for name in (
@@ -328,15 +334,7 @@ def test_a_late_folder_named_with_an_early_date_is_left_for_review(course, tmp_p
 
     from nbgrader.api import Gradebook
 
-    from tests.class_fixture import nbgrader
-
-    exchange = tmp_path / "exchange"
-    inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound"
-    inbound.mkdir(parents=True)
-    (course / "nbgrader_config.py").write_text(
-        (course / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
-    )
-    nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    inbound = _exchange_inbound(course, tmp_path)
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
         gb.update_or_create_assignment("gpu_tensors", duedate=now - datetime.timedelta(hours=1))

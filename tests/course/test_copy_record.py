@@ -242,6 +242,25 @@ def test_any_container_saved_a_view_loaded_and_a_waiting_loggers_read_count(tmp_
     assert got["waits_for_the_logger"] == [["item", "cpu", "host", "float32", "float32", 1]]
 
 
+def _only_the_calls_copies_while(background, stop) -> None:
+    """Record uint8_crosses five times while ``background`` runs in a thread of its own
+    (until ``stop`` is set): each record holds the call's three copies and nothing else."""
+    import threading
+
+    thread = threading.Thread(target=background, daemon=True)
+    thread.start()
+    try:
+        for _ in range(5):
+            got = []
+            with student_side.copy_record(got):
+                time.sleep(0.02)  # the background thread runs meanwhile
+                uint8_crosses(IMAGES, "meta", MEAN, STD)
+            assert [entry[0] for entry in got] == ["tensor", "tensor", "_to_copy"], got
+    finally:
+        stop.set()
+        thread.join()
+
+
 def test_a_thread_of_the_notebooks_own_reading_its_own_tensors_is_not_the_calls():
     """A background thread that reads a tensor the call never made is not charged to the
     call (it had made a right train_step lose points, and not every time)."""
@@ -253,17 +272,7 @@ def test_a_thread_of_the_notebooks_own_reading_its_own_tensors_is_not_the_calls(
         while not stop.is_set():
             weight.tolist(), float(weight[0])
 
-    thread = threading.Thread(target=reads_its_own, daemon=True)
-    thread.start()
-    try:
-        for _ in range(5):
-            got = []
-            with student_side.copy_record(got):
-                uint8_crosses(IMAGES, "meta", MEAN, STD)
-            assert [entry[0] for entry in got] == ["tensor", "tensor", "_to_copy"], got
-    finally:
-        stop.set()
-        thread.join()
+    _only_the_calls_copies_while(reads_its_own, stop)
 
 
 def test_a_record_is_sent_only_when_asked(student):
@@ -364,16 +373,7 @@ def test_threads_and_pool_work_of_another_thread_are_not_the_calls():
             torch.tensor(np.zeros(3, dtype=np.float32), device="meta")
             time.sleep(0.001)
 
-    thread = threading.Thread(target=heartbeat, daemon=True)
-    thread.start()
     try:
-        for _ in range(5):
-            got = []
-            with student_side.copy_record(got):
-                time.sleep(0.02)  # the heartbeat beats meanwhile
-                uint8_crosses(IMAGES, "meta", MEAN, STD)
-            assert [entry[0] for entry in got] == ["tensor", "tensor", "_to_copy"], got
+        _only_the_calls_copies_while(heartbeat, stop)
     finally:
-        stop.set()
-        thread.join()
         pool.shutdown()
