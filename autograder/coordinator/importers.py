@@ -243,9 +243,11 @@ class SafeExchangeCollect(ExchangeCollect):
         the name). Only a late folder is checked; BACKDATE_SLACK covers a slow copy."""
         if self.duedate is None:
             return None
-        made = datetime.fromtimestamp(
-            entry.stat(follow_symlinks=False).st_ctime, timezone.utc
-        ).replace(tzinfo=None)
+        try:
+            ctime = entry.stat(follow_symlinks=False).st_ctime
+        except OSError:  # gone, or changed, since the folder was listed
+            return "it could not be read when its date was checked"
+        made = datetime.fromtimestamp(ctime, timezone.utc).replace(tzinfo=None)
         if made <= self.duedate or claimed >= made - BACKDATE_SLACK:
             return None
         return (

@@ -356,6 +356,21 @@ def test_a_late_folder_named_with_an_early_date_is_left_for_review(course, tmp_p
     assert taken == honest
 
 
+def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem():
+    """A student may remove their folder between the listing and the date check: that
+    entry is left with a reason, never the end of the collect."""
+    import datetime
+    import types
+
+    class Gone:
+        def stat(self, follow_symlinks=True):
+            raise FileNotFoundError("gone")
+
+    collect = types.SimpleNamespace(duedate=datetime.datetime(2026, 12, 1))
+    why = importers.SafeExchangeCollect._backdated(collect, Gone(), datetime.datetime(2026, 11, 1))
+    assert why == "it could not be read when its date was checked"
+
+
 BLANK = nbformat.writes(make_submission(RELEASE, {})).encode()
 OLD_BLACKBOARD_REGEXP = (  # the pattern this course shipped before: an id could hold no '_'
     r"^(?P<assignment>.*?)_(?P<student_id>[A-Za-z0-9][A-Za-z0-9.\-]*)_attempt_"
