@@ -413,8 +413,12 @@ FULL_MARKS: dict[str, dict[str, str]] = {
         ),
         "q2_waits": "waits_every_step = 1000.0\nwaits_every_100 = 10\nwaits_read_once = 1",
         "q3_must_assign": "must_assign = ' b '",
-        # Labels moved and converted in one call; the loss from the nn.Module form.
+        # Labels checked where they arrived, before the step (on a GPU that waits for
+        # nothing: an outside attack's right answer lost 2 points to it), then moved and
+        # converted in one call; the loss from the nn.Module form.
         "q4_train_step": _train_step(
+            "if (labels < 0).any() or (labels != labels.round()).any():",
+            "    raise ValueError('labels must be whole class numbers')",
             "where = next(model.parameters()).device",
             "criterion = torch.nn.CrossEntropyLoss()",
             "loss = criterion(model(inputs.to(where)), labels.to(where, torch.long))",

@@ -60,7 +60,7 @@ def call(namespace: dict, request: dict) -> dict:
     args, kwargs = values[: len(request["args"])], dict(zip(keys, values[len(request["args"]) :]))
     record = [] if request.get("record") is True else None
     try:
-        with _recording(record):
+        with _recording(record, args + list(kwargs.values())):
             result = function(*args, **kwargs)
     except KeyboardInterrupt:
         return {
@@ -97,17 +97,17 @@ def _after(args: list, kwargs: dict) -> dict:
 MAX_RECORD = 1000  # copies kept in one record; a test needs the first few
 
 
-def _recording(record):
+def _recording(record, arguments):
     """A context that appends to ``record`` each copy the call makes from one device to
     another (``copy_record``), or does nothing when ``record`` is None."""
     import contextlib
 
     if record is None:
         return contextlib.nullcontext()
-    return copy_record(record)
+    return copy_record(record, arguments)
 
 
-def copy_record(record: list):
+def copy_record(record: list, arguments=()):
     """A ``TorchDispatchMode`` that lets every operation run as it would, and appends to
     ``record`` one entry per copy between two devices: ``[op, from_device, to_device,
     from_dtype, to_dtype, numel]``, all plain strings and an int; and one per value read on
@@ -127,6 +127,14 @@ def copy_record(record: list):
       other thread, a read of a tensor the call made (a logger fed through a queue).
     - Each is recorded before it runs, so a read that fails (any read on ``meta``) is still
       one. One read or copy is one entry, whatever it runs inside.
+    - Data the host holds is not a read: the call's tensor ``arguments`` on the CPU (each
+      given as is, or in a list, tuple or dict: a batch as a loader gives it), and what the
+      call's threads compute from them alone on the CPU without moving them (``.to`` with a
+      device is a move, even to the CPU, as it would be to a GPU). Reading those waits for
+      no device, so checking a batch's labels before the step costs nothing (a right
+      ``train_step`` that did so lost 2 points). Anything that touches other data, such as
+      a model's weights, is no longer the host's; nor is a tensor whose storage changed
+      without an op (``t.data = ...``).
 
     The exercises' checks cell records the same way where there is no course-grade."""
     import collections
@@ -136,6 +144,7 @@ def copy_record(record: list):
     import weakref
 
     import torch
+    import torch.utils._pytree as pytree
     from torch.utils._python_dispatch import TorchDispatchMode
 
     LIMIT = MAX_RECORD
@@ -146,6 +155,36 @@ def copy_record(record: list):
     own = {threading.get_ident()}  # the call's threads: everything they read or copy is its
     made: dict = {}  # id -> weak reference: tensors the call's threads made (ops' results)
     theirs = weakref.WeakSet()  # threads the call's threads started: the call's too
+    hosts: dict = {}  # id -> (weak reference, storage address): data the host holds
+
+    def storage_of(t) -> int:
+        try:
+            return t.untyped_storage().data_ptr()
+        except Exception:  # noqa: BLE001 - a tensor without a plain storage is not the host's
+            return -1
+
+    def hold(t) -> None:
+        if t.device.type == "cpu" and type(t) is torch.Tensor and len(hosts) < 100_000:
+            key = id(t)
+            hosts[key] = (
+                weakref.ref(
+                    t, lambda ref, key=key: hosts.get(key, (0,))[0] is ref and hosts.pop(key)
+                ),
+                storage_of(t),
+            )
+
+    def on_the_host(t) -> bool:
+        kept = hosts.get(id(t))
+        return kept is not None and kept[0]() is t and kept[1] == storage_of(t) != -1
+
+    def data_in(given) -> list:
+        """A batch as a loader gives it: a tensor, or the tensors in a list, tuple or dict."""
+        items = given.values() if isinstance(given, dict) else given
+        return list(items) if isinstance(given, (dict, list, tuple)) else [given]
+
+    for t in [t for given in arguments for t in data_in(given)]:
+        if isinstance(t, torch.Tensor):
+            hold(t)
 
     def inside() -> list:
         return stacks.setdefault(threading.get_ident(), [])
@@ -197,7 +236,7 @@ def copy_record(record: list):
         return found
 
     def read(t, op) -> None:
-        if isinstance(t, torch.Tensor) and the_calls(t):
+        if isinstance(t, torch.Tensor) and the_calls(t) and not on_the_host(t):
             dtype = name_of(t.dtype)
             note(op, t.device.type, "host", dtype, dtype, int(t.numel()))
 
@@ -212,6 +251,17 @@ def copy_record(record: list):
                 isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in masks
             )
         return torch.Tag.dynamic_output_shape in func.tags
+
+    def written(func, args, kwargs) -> list:
+        """The arguments an op writes in place (``add_``'s self, ``out=``, a foreach list)."""
+        schema = func._schema.arguments
+        named = {a.name: a for a in schema}
+        pairs = [*zip(schema, args), *((named.get(k), v) for k, v in kwargs.items())]
+        return [
+            v
+            for a, v in pairs
+            if a is not None and a.alias_info is not None and a.alias_info.is_write
+        ]
 
     def arrived(tensors, op) -> None:
         """Each storage ``torch.load`` put on a device: all of it crossed, in the loaded
@@ -329,8 +379,10 @@ def copy_record(record: list):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             packet = func.overloadpacket
-            if decided_by_values(func, args):  # .item(), float(t), an if: _local_scalar_dense
-                read(next((a for a in args if isinstance(a, torch.Tensor)), None), packet.__name__)
+            given = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            held = given and all(on_the_host(a) for a in given)
+            if decided_by_values(func, args) and not held:  # .item(), an if: _local_scalar_dense
+                read(given[0] if given else None, packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):
                 source = args[0] if packet is aten._to_copy else args[1]
                 if packet is aten._to_copy:
@@ -350,6 +402,16 @@ def copy_record(record: list):
             out = func(*args, **kwargs)
             if on[0]:
                 remember(out)
+                moved = packet is aten._to_copy and kwargs.get("device") is not None
+                for t in pytree.tree_leaves(out):
+                    if isinstance(t, torch.Tensor) and held and not moved:
+                        hold(t)
+                    elif isinstance(t, torch.Tensor):
+                        hosts.pop(id(t), None)
+                if not held:  # what the op wrote in place now holds other data
+                    for t in pytree.tree_leaves(written(func, args, kwargs)):
+                        if isinstance(t, torch.Tensor):
+                            hosts.pop(id(t), None)
             return out
 
     class CopyRecord(Dispatch):
@@ -372,6 +434,7 @@ def copy_record(record: list):
             finally:
                 on[0] = False
                 made.clear()
+                hosts.clear()
                 for owner, n, kept in self.saved:
                     if kept is None:
                         delattr(owner, n)  # it was inherited

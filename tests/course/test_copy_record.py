@@ -16,6 +16,7 @@ import types
 
 import pytest
 import torch
+import torch.nn.functional as F
 from test_release import checks_of
 from units import submissions
 
@@ -377,3 +378,73 @@ def test_threads_and_pool_work_of_another_thread_are_not_the_calls():
         _only_the_calls_copies_while(heartbeat, stop)
     finally:
         pool.shutdown()
+
+
+def _checks_its_labels_first(model, optimizer, inputs, labels):
+    """A right step that checks its batch where the batch arrived, before it moves."""
+    if (labels < 0).any() or (labels != labels.round()).any() or not inputs.isfinite().all():
+        raise ValueError("labels must be whole class numbers")
+    device = next(model.parameters()).device
+    loss = F.cross_entropy(model(inputs.to(device)), labels.to(device=device, dtype=torch.int64))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _reads_the_loss(model, optimizer, inputs, labels):
+    return F.cross_entropy(model(inputs), labels).item()
+
+
+def _puts_the_loss_in_the_labels(model, optimizer, inputs, labels):
+    """Host data made to hold the loss without an op (``.data =``): the loss's read."""
+    labels.data = F.cross_entropy(model(inputs), labels).detach()
+    return bool(labels > 5)
+
+
+def _writes_the_output_into_the_inputs(model, optimizer, inputs, labels):
+    """Host data written in place from the model's output: no longer the host's alone."""
+    torch._foreach_copy_([inputs], [model(inputs)[:, :2].detach()])
+    torch.add(inputs, 1, out=inputs)
+    return float(inputs.sum())
+
+
+def _reads_a_batch_given_in_a_tuple(model, optimizer, batch, labels):
+    inputs, wanted = batch
+    return float(wanted.float().mean()) + float(inputs.sum())
+
+
+HOST_DATA = {
+    _checks_its_labels_first: [],
+    _reads_the_loss: [["item", "cpu", "host", "float32", "float32", 1]],
+    _puts_the_loss_in_the_labels: [["__bool__", "cpu", "host", "bool", "bool", 1]],
+    _writes_the_output_into_the_inputs: [["__float__", "cpu", "host", "float32", "float32", 1]],
+    _reads_a_batch_given_in_a_tuple: [],
+}
+
+
+@pytest.mark.parametrize("way", HOST_DATA, ids=lambda way: way.__name__.strip("_"))
+def test_data_the_host_holds_is_not_a_read_and_other_data_put_in_it_is(student, way):
+    """A right train_step that checked its CPU labels before the step lost 2 points (an
+    outside attack): on a GPU that check waits for nothing. The checks cell and the
+    student's kernel record it alike; what the model computed, put into the batch's
+    tensors in any way, is still read."""
+    checks = checks_of(submissions("gpu_training"))
+
+    def arguments():  # afresh for each call: some ways change their batch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 3)
+        inputs, labels = torch.randn(8, 2), torch.randint(0, 3, (8,))
+        batch = (inputs, labels) if way is _reads_a_batch_given_in_a_tuple else inputs
+        return model, torch.optim.SGD(model.parameters(), lr=0.1), batch, labels
+
+    got, given = [], arguments()
+    with student_side.copy_record(got, given):
+        way(*given)
+    assert got == HOST_DATA[way]
+    checks["train_step"] = way
+    _, local = checks["call_recorded"]("train_step", *arguments())
+    student["train_step"] = way
+    checks["train_step"] = trusted_side.StudentFunction("train_step")
+    _, remote = checks["call_recorded"]("train_step", *arguments())
+    assert local == remote == HOST_DATA[way]
