@@ -20,7 +20,8 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   every other process of its uid in the sandbox's pid namespace (but its own ancestors)
   until none is left, empties the sandbox's writable folders (``/tmp``, ``/dev/shm``,
   and ``/dev/mqueue``, its own POSIX message queues; a folder made read-only is made
-  writable first), removes its System V IPC objects and empties its uid's keyrings.
+  writable first), removes its System V IPC objects and empties its uid's keyrings (user, user-session
+  and persistent).
   If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
   in a new sandbox. Then it forks one child and says ``forked <pid>``. The child fills
   its working folder from the staging folder, writes its connection file and becomes an
@@ -195,20 +196,37 @@ def _end_earlier_kernels() -> str:
 
 # keyctl's number, by machine: a kernel's keys live in its uid's keyrings, which outlive it.
 KEYCTL = {"x86_64": 250, "aarch64": 219}
-KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, -4, -5
+KEYCTL_CLEAR, KEYCTL_UNLINK, KEYCTL_GET_PERSISTENT = 7, 9, 22
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
+NO_KEYRINGS = (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP)
 
 
 def _clear_keyrings() -> str:
-    """Empty this uid's user and user-session keyrings (an earlier kernel's keys would
-    reach the next kernel there: an outside attacker passed a note that way). Where the
-    kernel has no keyrings (no such system call, or refused), no kernel could add a key."""
+    """Empty this uid's keyrings that outlive its processes: its user and user-session
+    keyrings, and its persistent keyring (kept for days after the uid's last process). An
+    earlier kernel's keys would reach the next kernel there: outside attackers passed a
+    note that way. A session keyring, named or not, ends with the processes that hold it,
+    which are ended first. Where the kernel has no such keyring (no such system call, or
+    refused), no kernel could add a key to it."""
     number = KEYCTL.get(os.uname().machine)
     if number is None:
         return f"keyrings cannot be emptied on {os.uname().machine}"
     libc = ctypes.CDLL(None, use_errno=True)
+    # Linked into the template's session keyring, so that it holds the persistent keyring
+    # (a key's owner may empty it only then), and unlinked once it is empty.
+    kept = libc.syscall(number, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING)
+    if kept < 0 and ctypes.get_errno() not in NO_KEYRINGS:
+        return f"the persistent keyring could not be found ({os.strerror(ctypes.get_errno())})"
+    if kept > 0:
+        emptied = libc.syscall(number, KEYCTL_CLEAR, kept) == 0
+        libc.syscall(number, KEYCTL_UNLINK, kept, KEY_SPEC_SESSION_KEYRING)
+        if not emptied:
+            return (
+                f"the persistent keyring could not be emptied ({os.strerror(ctypes.get_errno())})"
+            )
     for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
         if libc.syscall(number, KEYCTL_CLEAR, ring) != 0:
-            if ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM, errno.EACCES):
+            if ctypes.get_errno() not in NO_KEYRINGS:
                 return f"a keyring could not be emptied ({os.strerror(ctypes.get_errno())})"
     return ""
 

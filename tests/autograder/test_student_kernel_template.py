@@ -130,15 +130,17 @@ ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread alone
 """
 
 
-# add_key and keyctl (x86_64): a key in the uid's user keyring (-4), searched for by name (10)
-ADD_KEY, KEYCTL = 248, 250
+# add_key and keyctl (x86_64): a key in the uid's user keyring (-4), searched for by name (10);
+# the uid's persistent keyring (22), linked into the session keyring (-3)
+ADD_KEY, KEYCTL, GET_PERSISTENT = 248, 250, 22
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the planted keys use x86_64 calls")
 def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
     """What outside attackers did: an IPython startup file in folders made read-only
     (HOME is /tmp), a locked folder in /dev/shm, a System V shared memory segment, a POSIX
-    message queue and a key in the uid's keyring left for a later kernel, and a chain of
+    message queue and a key in the uid's keyring and in its persistent keyring (which
+    outlives every process of the uid) left for a later kernel, and a chain of
     processes that fork and exit, always a step ahead of a list of pids."""
     plant = [
         "import os, ctypes, time\n"
@@ -153,6 +155,8 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "q = libc.mq_open(b'/classnote', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
         "libc.mq_send(q, b'from ada', 8, 0)\n"
         f"libc.syscall({ADD_KEY}, b'user', b'classnote', b'from ada', 8, -4)\n"
+        f"kept = libc.syscall({KEYCTL}, {GET_PERSISTENT}, -1, -3)  # lives on after its uid's processes\n"
+        f"libc.syscall({ADD_KEY}, b'user', b'classnote', b'from ada', 8, kept)\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    end = time.time() + 60\n"
@@ -189,12 +193,15 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "      'STARTUP_RAN' in globals(),\n"
         "      os.listdir('/dev/mqueue'),\n"
         f"      __import__('ctypes').CDLL(None).syscall({KEYCTL}, 10, -4, b'user', b'classnote', 0) > 0,\n"
+        f"      __import__('ctypes').CDLL(None).syscall({KEYCTL}, 10,\n"
+        f"          __import__('ctypes').CDLL(None).syscall({KEYCTL}, {GET_PERSISTENT}, -1, -3),\n"
+        "          b'user', b'classnote', 0) > 0,\n"
         "      [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine\n"
         "       and os.stat('/proc/' + p).st_uid == os.getuid()])",
     ]
     texts, km = run(harvest, staged(tmp_path, "second.txt", "B"))
     assert km.without_template is None
-    assert texts == ["False False [] 0 False [] False []\n"], texts
+    assert texts == ["False False [] 0 False [] False False []\n"], texts
 
 
 def test_no_kernel_can_read_or_write_its_templates_memory(tmp_path):
