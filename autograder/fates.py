@@ -18,7 +18,9 @@ KILLED_FOR_MEMORY = "killed for memory"
 # Its processes and threads reached Sandbox.max_processes: a fork bomb, or as good as one.
 TOO_MANY_PROCESSES = "too many processes"
 INVALID_NOTEBOOK = "invalid notebook"
-NO_NOTEBOOK = "no notebook"
+NO_NOTEBOOK = "no notebook"  # a submission came without the unit's notebook: no grade
+# A student of the gradebook with no submission at all: 0, as nbgrader's own export says.
+NOT_SUBMITTED = "not submitted"
 # The grader could not be sure (the test kernel could not finish, or an import was
 # ambiguous): points are withheld, never given, and the details say why.
 NEEDS_REVIEW = "needs review"
@@ -31,6 +33,7 @@ FATES = (
     TOO_MANY_PROCESSES,
     INVALID_NOTEBOOK,
     NO_NOTEBOOK,
+    NOT_SUBMITTED,
     NEEDS_REVIEW,
     ERROR,
 )

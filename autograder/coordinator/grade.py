@@ -118,12 +118,12 @@ def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
     for student in roster(course_root):
         outcomes.setdefault(
             student,
-            fates.Outcome(student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict(),
+            fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict(),
         )
     for student, notes in ledger.notes().items():
         outcome = outcomes.setdefault(
             student,
-            fates.Outcome(student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict(),
+            fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict(),
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
@@ -280,7 +280,7 @@ def _grade_class(
     for student in roster(course_root):
         if student not in outcomes and student not in waiting:
             outcomes[student] = fates.Outcome(
-                student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]
+                student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]
             ).as_dict()
 
     if progress is not None:
@@ -296,7 +296,7 @@ def _grade_class(
     for student, notes in ledger.notes().items():  # e.g. a folder forged in another's name
         outcome = outcomes.setdefault(
             student,
-            fates.Outcome(student, fates.NO_NOTEBOOK, 0.0, None, ["nothing submitted"]).as_dict(),
+            fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict(),
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]

@@ -163,12 +163,13 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
 
 
 def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(tmp_path):
-    """eve's grading failed (fate error), dave sent no notebook, erin an invalid one: no
+    """eve's grading failed (fate error), dave's folder held no notebook, erin an invalid one: no
     export gives them a 0 (which would overwrite the LMS's grade); both grades.csv and
     grades-canvas.csv have their row with an empty score, and report.csv says why. ada's
     grade and fay's missing submission (0 once the unit is out) are as before."""
     from nbgrader.api import Gradebook
 
+    from autograder.coordinator.grade import recorded_outcomes
     from autograder.coordinator.ledger import Ledger
     from autograder.coordinator.report import (
         export_canvas,
@@ -221,6 +222,10 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
     assert reported["eve"]["details"] == "nbgrader autograde failed: X"
     assert float(grades["ada"]["score"]) == 0 and canvas["ada"] == "0"
     assert float(grades["fay"]["score"]) == 0 and canvas["fay"] == "0"
+    # Nothing submitted is said in its own words, apart from a folder without the notebook.
+    said = {o["student_id"]: o for o in recorded_outcomes(course, ASSIGNMENT)}
+    assert (said["fay"]["fate"], said["fay"]["score"]) == ("not submitted", 0.0)
+    assert said["dave"]["fate"] == "no notebook"
 
 
 # -- the life cycle -----------------------------------------------------------------------
