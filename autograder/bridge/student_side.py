@@ -133,8 +133,10 @@ def copy_record(record: list, arguments=()):
       device is a move, even to the CPU, as it would be to a GPU). Reading those waits for
       no device, so checking a batch's labels before the step costs nothing (a right
       ``train_step`` that did so lost 2 points). Anything that touches other data, such as
-      a model's weights, is no longer the host's; nor is a tensor whose storage changed
-      without an op (``t.data = ...``).
+      a model's weights, is no longer the host's, nor is memory that other data was
+      written into through any tensor over it (a storage's ``copy_``, an alias made with
+      ``torch.from_numpy``), nor a tensor whose storage changed without an op
+      (``t.data = ...``).
 
     The exercises' checks cell records the same way where there is no course-grade."""
     import collections
@@ -156,26 +158,43 @@ def copy_record(record: list, arguments=()):
     made: dict = {}  # id -> weak reference: tensors the call's threads made (ops' results)
     theirs = weakref.WeakSet()  # threads the call's threads started: the call's too
     hosts: dict = {}  # id -> (weak reference, storage address): data the host holds
+    written_over: list = []  # (start, end): memory that other data was written into
 
-    def storage_of(t) -> int:
+    def span(t) -> tuple:
         try:
-            return t.untyped_storage().data_ptr()
+            storage = t.untyped_storage()
+            return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
         except Exception:  # noqa: BLE001 - a tensor without a plain storage is not the host's
-            return -1
+            return -1, -1
 
-    def hold(t) -> None:
+    def hold(t, fresh=False) -> None:
         if t.device.type == "cpu" and type(t) is torch.Tensor and len(hosts) < 100_000:
-            key = id(t)
+            key, (start, end) = id(t), span(t)
+            if fresh:  # filled from the host's data: what was written there before is gone
+                written_over[:] = [(a, b) for a, b in written_over if b <= start or a >= end]
             hosts[key] = (
                 weakref.ref(
                     t, lambda ref, key=key: hosts.get(key, (0,))[0] is ref and hosts.pop(key)
                 ),
-                storage_of(t),
+                start,
             )
+
+    def write_over(t) -> None:
+        """Other data was written into ``t``, through it or any tensor over its memory (a
+        storage's ``copy_``, ``torch.from_numpy(t.numpy())``): none of that memory is the
+        host's alone any more."""
+        hosts.pop(id(t), None)
+        start, end = span(t)
+        if start != -1:
+            written_over.append((start, end) if len(written_over) < 10_000 else (0, 2**64))
 
     def on_the_host(t) -> bool:
         kept = hosts.get(id(t))
-        return kept is not None and kept[0]() is t and kept[1] == storage_of(t) != -1
+        if kept is None or kept[0]() is not t:
+            return False
+        # The same memory (not swapped by ``t.data = ...``), and never written over.
+        start, end = span(t)
+        return kept[1] == start != -1 and not any(a < end and start < b for a, b in written_over)
 
     def data_in(given) -> list:
         """A batch as a loader gives it: a tensor, or the tensors in a list, tuple or dict."""
@@ -405,13 +424,13 @@ def copy_record(record: list, arguments=()):
                 moved = packet is aten._to_copy and kwargs.get("device") is not None
                 for t in pytree.tree_leaves(out):
                     if isinstance(t, torch.Tensor) and held and not moved:
-                        hold(t)
+                        hold(t, fresh=True)
                     elif isinstance(t, torch.Tensor):
                         hosts.pop(id(t), None)
                 if not held:  # what the op wrote in place now holds other data
                     for t in pytree.tree_leaves(written(func, args, kwargs)):
                         if isinstance(t, torch.Tensor):
-                            hosts.pop(id(t), None)
+                            write_over(t)
             return out
 
     class CopyRecord(Dispatch):

@@ -409,6 +409,16 @@ def _writes_the_output_into_the_inputs(model, optimizer, inputs, labels):
     return float(inputs.sum())
 
 
+def _writes_the_loss_through_another_tensor_over_the_inputs(model, optimizer, inputs, labels):
+    """Host memory written through tensors the record never held: the inputs' storage, and
+    an alias made by NumPy. Reading the inputs then reads the loss."""
+    loss = F.cross_entropy(model(inputs), labels).detach()
+    padded = torch.cat([loss.reshape(1), torch.zeros(inputs.numel() - 1)])
+    inputs.untyped_storage().copy_(padded.untyped_storage())
+    torch.from_numpy(labels.numpy())[0].copy_(loss.long())
+    return float(inputs[0, 0]) + int(labels[0])
+
+
 def _reads_a_batch_given_in_a_tuple(model, optimizer, batch, labels):
     inputs, wanted = batch
     return float(wanted.float().mean()) + float(inputs.sum())
@@ -419,6 +429,10 @@ HOST_DATA = {
     _reads_the_loss: [["item", "cpu", "host", "float32", "float32", 1]],
     _puts_the_loss_in_the_labels: [["__bool__", "cpu", "host", "bool", "bool", 1]],
     _writes_the_output_into_the_inputs: [["__float__", "cpu", "host", "float32", "float32", 1]],
+    _writes_the_loss_through_another_tensor_over_the_inputs: [
+        ["__float__", "cpu", "host", "float32", "float32", 1],
+        ["__int__", "cpu", "host", "int64", "int64", 1],
+    ],
     _reads_a_batch_given_in_a_tuple: [],
 }
 
