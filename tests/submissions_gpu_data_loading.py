@@ -440,11 +440,15 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "    return [slowest, name]",
             'return [gpu, "copy + compute"]',
         ),
-        # Mean and std built from one tensor, reshaped with [None, :, None, None].
+        # Mean and std built from one tensor, reshaped with [None, :, None, None]; the batch
+        # pinned for a copy that does not block, as the lesson shows it (the
+        # grader has no GPU, where pin_memory() raises: an outside attack's right answer lost
+        # all of question 5 to it).
         "q5_to_device_uint8": _to_device(
             "stats = torch.tensor([mean, std], device=device)",
             "m, s = stats[0][None, :, None, None], stats[1][None, :, None, None]",
-            "return images.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)",
+            "pinned = images.pin_memory()",
+            "return pinned.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)",
         ),
     },
 }

@@ -60,7 +60,7 @@ def call(namespace: dict, request: dict) -> dict:
     args, kwargs = values[: len(request["args"])], dict(zip(keys, values[len(request["args"]) :]))
     record = [] if request.get("record") is True else None
     try:
-        with _recording(record, args + list(kwargs.values())):
+        with _recording(record, args + list(kwargs.values())), pinning_copies_without_a_gpu():
             result = function(*args, **kwargs)
     except KeyboardInterrupt:
         return {
@@ -91,6 +91,33 @@ def _after(args: list, kwargs: dict) -> dict:
         "args": after[: len(args)],
         "kwargs": [[k, a] for k, a in zip(kwargs, after[len(args) :])],
     }
+
+
+def pinning_copies_without_a_gpu():
+    """A context in which, on a machine without a GPU, ``Tensor.pin_memory()`` copies the
+    tensor instead of raising: a batch pinned for a GPU's copy is right, and the tests run
+    on the CPU and ``meta``. PyTorch's own ``DataLoader(pin_memory=True)`` pins nothing
+    there either. The checks cells call the same way."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def copying():
+        kept = torch.Tensor.__dict__.get("pin_memory")
+        torch.Tensor.pin_memory = lambda self, *args, **kwargs: self.clone()
+        try:
+            yield
+        finally:
+            if kept is None:
+                del torch.Tensor.pin_memory  # it was inherited
+            else:
+                torch.Tensor.pin_memory = kept
+
+    accelerator = getattr(torch, "accelerator", None)
+    if torch.cuda.is_available() or (accelerator is not None and accelerator.is_available()):
+        return contextlib.nullcontext()
+    return copying()
 
 
 # -- a record of what crossed between devices ------------------------------------------------
@@ -328,6 +355,20 @@ def copy_record(record: list, arguments=()):
                     name_of(out.dtype),
                     int(out.numel()),
                 )
+            elif mine and isinstance(out, torch.Tensor) and out.device.type == "cpu":
+                # Made on the host from the host's values (a list, a NumPy array, host data):
+                # host data too. A fresh copy of a list overwrites whatever was there before.
+                if not isinstance(data, torch.Tensor) or on_the_host(data):
+                    hold(out, fresh=isinstance(data, (list, tuple, int, float, bool)))
+
+        return nested(name, factory, after=after)
+
+    def made_on_the_host(name, factory):
+        """``torch.from_numpy``, ``torch.frombuffer``: a tensor over the host's own memory."""
+
+        def after(out, *_):
+            if threading.get_ident() in own and isinstance(out, torch.Tensor):
+                hold(out)
 
         return nested(name, factory, after=after)
 
@@ -384,6 +425,7 @@ def copy_record(record: list, arguments=()):
     reads += ("item", "__float__", "__int__", "__bool__", "__index__", "__dlpack__")
     wrapped = [(torch.Tensor, n, host_read) for n in reads]
     wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
+    wrapped += [(torch, n, made_on_the_host) for n in ("from_numpy", "frombuffer")]
     wrapped += [(torch, "load", loaded), (torch.utils.dlpack, "to_dlpack", host_read)]
     wrapped += [
         (threading.Thread, "start", tracked),
