@@ -396,6 +396,47 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "converted to float32 on the CPU",
     ),
+    "float32_image_by_image": Mistake(
+        "to_device_uint8 normalizes each image on the CPU and copies them one by one as float32",
+        {
+            "q5_to_device_uint8": _to_device(
+                *(line.replace(", device=device", "") for line in MEAN_STD),
+                "return torch.stack([((i.float() / 255 - mean[0]) / std[0]).to(device) for i in images])",
+            )
+        },
+        ("test_q5_devices",),
+        "crossed from the CPU for a batch of",
+    ),
+    "float16_in_pieces_beside_a_decoy": Mistake(
+        "to_device_uint8 copies a uint8 batch it throws away and sends the batch as float16 in "
+        "two halves, so no wide copy has the batch's size (an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "images.to(device)",
+                "flat = images.reshape(-1).half()",
+                "half = flat.numel() // 2",
+                "x = torch.cat([flat[:half].to(device), flat[half:].to(device)])",
+                *MEAN_STD,
+                "return (x.float().reshape(images.shape) / 255 - mean) / std",
+            )
+        },
+        ("test_q5_devices",),
+        "crossed from the CPU for a batch of",
+    ),
+    "float32_by_new_tensor_beside_a_decoy": Mistake(
+        "to_device_uint8 copies a uint8 batch it throws away and makes the float32 batch on the "
+        "device with images.new_tensor(list, device=...) (an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "images.to(device)",
+                "x = images.new_tensor(images.float().tolist(), dtype=torch.float32, device=device)",
+                *MEAN_STD,
+                "return (x / 255 - mean) / std",
+            )
+        },
+        ("test_q5_devices",),
+        "converted to float32 on the CPU",
+    ),
     "float32_storage_as_a_uint8_view": Mistake(
         "to_device_uint8 normalizes on the CPU and loads a uint8 view of the float32 storage "
         "onto the device (the whole storage crosses; an outside attack)",
@@ -451,6 +492,17 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "return pinned.to(device, non_blocking=True).to(torch.float32).div(255).sub(m).div(s)",
         ),
     },
+}
+
+# uint8 copied image by image, converted on the device: what question 5 asks, in pieces (an
+# outside attack's right answer lost question 5's copy test, which wanted one batch-sized copy).
+FULL_MARKS["copies_image_by_image"] = {
+    **SOLUTIONS,
+    "q5_to_device_uint8": _to_device(
+        *MEAN_STD,
+        "x = torch.stack([image.to(device) for image in images])",
+        "return (x.float() / 255 - mean) / std",
+    ),
 }
 
 # Every name the checks and tests use (numbers, math, np, torch, F, check...) is the learner's.

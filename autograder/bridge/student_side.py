@@ -142,7 +142,7 @@ def copy_record(record: list, arguments=()):
 
     - Copies: ``aten._to_copy`` (``.to``, ``.cuda``) and ``aten.copy_`` (``x.copy_(src)``,
       ``x[...] = src``); a tensor made on a device from data on the host (``torch.tensor``,
-      ``torch.as_tensor``, ``torch.asarray``) and each tensor ``torch.load`` puts on a
+      ``torch.as_tensor``, ``torch.asarray``, ``Tensor.new_tensor``) and each tensor ``torch.load`` puts on a
       device: copies from the CPU, in the dtype the data was made in there. A copy that also
       converts (``.to(device, torch.float32)``) is recorded with both dtypes: a blocking
       copy from the CPU converts there, before the link (PyTorch's ``Copy.cu``).
@@ -342,7 +342,9 @@ def copy_record(record: list, arguments=()):
         return nested(name, load, after=lambda out, *_: arrived(tensors_in(out), name))
 
     def made_from_data(name, factory):
-        def after(out, data=None, *_):
+        def after(out, data=None, *rest):
+            if name == "new_tensor":  # a method: the data follows the tensor it is called on
+                data = rest[0] if rest else None
             source = data.device.type if isinstance(data, torch.Tensor) else "cpu"
             mine = threading.get_ident() in own  # another thread's copies are not the call's
             if mine and isinstance(out, torch.Tensor) and out.device.type != source:
@@ -425,6 +427,7 @@ def copy_record(record: list, arguments=()):
     reads += ("item", "__float__", "__int__", "__bool__", "__index__", "__dlpack__")
     wrapped = [(torch.Tensor, n, host_read) for n in reads]
     wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
+    wrapped += [(torch.Tensor, "new_tensor", made_from_data)]
     wrapped += [(torch, n, made_on_the_host) for n in ("from_numpy", "frombuffer")]
     wrapped += [(torch, "load", loaded), (torch.utils.dlpack, "to_dlpack", host_read)]
     wrapped += [
@@ -440,8 +443,13 @@ def copy_record(record: list, arguments=()):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             packet = func.overloadpacket
-            given = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            leaves = pytree.tree_leaves((args, kwargs))
+            given = [a for a in leaves if isinstance(a, torch.Tensor)]
+            # An op given a storage (``set_``) takes its data from there: never the host's.
             held = given and all(on_the_host(a) for a in given)
+            held = held and not any(
+                isinstance(a, (torch.UntypedStorage, torch.TypedStorage)) for a in leaves
+            )
             if decided_by_values(func, args) and not held:  # .item(), an if: _local_scalar_dense
                 read(given[0] if given else None, packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):

@@ -59,7 +59,15 @@ def made_from_a_float_list(images, device, mean, std):
     return (torch.tensor((images.float() / 255).tolist(), device=device) - m) / s
 
 
+def made_by_new_tensor(images, device, mean, std):
+    """A method that makes a tensor on a device from host data, as torch.tensor does."""
+    m, s = _stats(device)
+    made = images.new_tensor((images.float() / 255).tolist(), dtype=torch.float32, device=device)
+    return (made - m) / s
+
+
 WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into, made_from_a_float_list]
+WAYS += [made_by_new_tensor]
 IMAGES = torch.randint(0, 256, (4, 3, 5, 7), dtype=torch.uint8)
 N = IMAGES.numel()
 
@@ -98,6 +106,11 @@ def test_the_record_names_each_copy_between_devices_with_its_dtypes():
             *stats,
             ["tolist", "cpu", "host", "float32", "float32", N],
             ["tensor", "cpu", "meta", "float32", "float32", N],
+        ],
+        made_by_new_tensor: [
+            *stats,
+            ["tolist", "cpu", "host", "float32", "float32", N],
+            ["new_tensor", "cpu", "meta", "float32", "float32", N],
         ],
     }
     for way, record in expected.items():
@@ -419,6 +432,12 @@ def _writes_the_loss_through_another_tensor_over_the_inputs(model, optimizer, in
     return float(inputs[0, 0]) + int(labels[0])
 
 
+def _points_host_data_at_the_loss(model, optimizer, inputs, labels):
+    """A tensor made from host data, then set to the loss's storage (``set_``)."""
+    loss = F.cross_entropy(model(inputs), labels).detach()
+    return inputs.new_empty(0).set_(loss.untyped_storage(), 0, (), ()).item()
+
+
 def _reads_a_batch_given_in_a_tuple(model, optimizer, batch, labels):
     inputs, wanted = batch
     return float(wanted.float().mean()) + float(inputs.sum())
@@ -433,6 +452,7 @@ HOST_DATA = {
         ["__float__", "cpu", "host", "float32", "float32", 1],
         ["__int__", "cpu", "host", "int64", "int64", 1],
     ],
+    _points_host_data_at_the_loss: [["item", "cpu", "host", "float32", "float32", 1]],
     _reads_a_batch_given_in_a_tuple: [],
 }
 
