@@ -156,6 +156,26 @@ def _known_ids(course_root: Path) -> set[str]:
 BACKDATE_SLACK = timedelta(minutes=5)  # nbgrader submit dates the folder, then copies into it
 
 
+MAX_DATED_ENTRIES = 10_000  # files a submission folder may hold for its date to be checked
+
+
+def _last_change(path: str) -> float | None:
+    """The latest ctime of a folder and of everything in it (links are not followed, and
+    their own ctime counts), or None when it holds more than MAX_DATED_ENTRIES. Iterative:
+    a student's folder may nest deeper than Python recurses."""
+    latest, seen, folders = os.lstat(path).st_ctime, 0, [path]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for item in entries:
+                seen += 1
+                if seen > MAX_DATED_ENTRIES:
+                    return None
+                latest = max(latest, item.stat(follow_symlinks=False).st_ctime)
+                if item.is_dir(follow_symlinks=False):
+                    folders.append(item.path)
+    return latest
+
+
 class SafeExchangeCollect(ExchangeCollect):
     """nbgrader's collect, for inbound folders that students wrote.
 
@@ -238,22 +258,25 @@ class SafeExchangeCollect(ExchangeCollect):
 
     def _backdated(self, entry, claimed) -> str | None:
         """Why a folder's name cannot be its date, or None. A student names the folder but
-        cannot set when it was made (its ctime): a name dated before the due date on a
-        folder made after it would escape the late penalty (nbgrader's own collect trusts
-        the name). Only a late folder is checked; BACKDATE_SLACK covers a slow copy."""
+        cannot set when it, or a file in it, was last changed (its ctime): a name dated
+        before the due date on a folder made after it, or whose notebook was rewritten in
+        place after it, would escape the late penalty (nbgrader's own collect trusts the
+        name). Only late work is checked; BACKDATE_SLACK covers a slow copy."""
         if self.duedate is None:
             return None
         try:
-            ctime = entry.stat(follow_symlinks=False).st_ctime
+            ctime = _last_change(entry.path)
         except OSError:  # gone, or changed, since the folder was listed
             return "it could not be read when its date was checked"
+        if ctime is None:
+            return f"it holds more than {MAX_DATED_ENTRIES} files, too many to check its date"
         made = datetime.fromtimestamp(ctime, timezone.utc).replace(tzinfo=None)
         if made <= self.duedate or claimed >= made - BACKDATE_SLACK:
             return None
         return (
-            f"its name dates it {claimed:%Y-%m-%d %H:%M:%S} UTC, but the folder was made (or "
-            f"last changed) at {made:%Y-%m-%d %H:%M:%S} UTC, after the due date: the name "
-            "cannot be its date. Check it and give it its date by hand"
+            f"its name dates it {claimed:%Y-%m-%d %H:%M:%S} UTC, but the folder, or a file in "
+            f"it, was made or last changed at {made:%Y-%m-%d %H:%M:%S} UTC, after the due "
+            "date: the name cannot be its date. Check it and give it its date by hand"
         )
 
     def _owner_problem(self, entry, student: str) -> tuple[str | None, str | None]:

@@ -356,19 +356,68 @@ def test_a_late_folder_named_with_an_early_date_is_left_for_review(course, tmp_p
     assert taken == honest
 
 
-def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem():
+def test_a_notebook_rewritten_in_place_after_the_due_date_is_left_for_review(
+    course, tmp_path, monkeypatch
+):
+    """The folder was made on time; its notebook was rewritten in place after the due date
+    (same file, so the folder's own date did not move). It escaped the late penalty, 30/30
+    (an outside attack); the latest change of anything in the folder dates it now."""
+    import datetime
+    import time
+
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setattr(importers, "BACKDATE_SLACK", datetime.timedelta(0))
+    inbound = _exchange_inbound(course, tmp_path)
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    folder = inbound / f"{me}+gpu_tensors+{_utc_now():%Y-%m-%d %H:%M:%S.%f UTC}+a"
+    (folder / "deep").mkdir(parents=True)
+    (folder / "deep" / "notes.txt").write_text("on time")
+    (folder / "gpu_tensors.ipynb").write_bytes(BLANK)
+    time.sleep(0.05)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
+    time.sleep(0.05)
+    with open(folder / "deep" / "notes.txt", "r+") as f:  # the same file: no new entry
+        f.write("too late")
+    [(student, fate, message)] = importers.import_exchange(course, "gpu_tensors")
+    assert (student, fate) == (me, "needs review")
+    assert "the folder, or a file in it, was made or last changed at" in message
+    assert not (course / "submitted" / me).exists()
+
+
+def _utc_now():
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem(tmp_path, monkeypatch):
     """A student may remove their folder between the listing and the date check: that
-    entry is left with a reason, never the end of the collect."""
+    entry is left with a reason, never the end of the collect. One nested deeper than
+    Python recurses, or holding too many files, is dated or left for review, never a crash."""
     import datetime
     import types
 
-    class Gone:
-        def stat(self, follow_symlinks=True):
-            raise FileNotFoundError("gone")
-
     collect = types.SimpleNamespace(duedate=datetime.datetime(2026, 12, 1))
-    why = importers.SafeExchangeCollect._backdated(collect, Gone(), datetime.datetime(2026, 11, 1))
+    gone = types.SimpleNamespace(path=str(tmp_path / "gone"))
+    why = importers.SafeExchangeCollect._backdated(collect, gone, datetime.datetime(2026, 11, 1))
     assert why == "it could not be read when its date was checked"
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    monkeypatch.chdir(deep)  # nested by relative names: deeper than Python's recursion limit
+    for _ in range(1_200):
+        os.mkdir("d")
+        os.chdir("d")
+    os.chdir(tmp_path)
+    assert importers._last_change(str(deep)) >= deep.stat().st_ctime
+    for i in range(importers.MAX_DATED_ENTRIES + 1):
+        (tmp_path / f"f{i}").touch()
+    many = types.SimpleNamespace(path=str(tmp_path))
+    why = importers.SafeExchangeCollect._backdated(collect, many, datetime.datetime(2026, 11, 1))
+    assert (
+        why == f"it holds more than {importers.MAX_DATED_ENTRIES} files, too many to check its date"
+    )
 
 
 BLANK = nbformat.writes(make_submission(RELEASE, {})).encode()
