@@ -142,10 +142,11 @@ def copy_record(record: list, arguments=()):
 
     - Copies: ``aten._to_copy`` (``.to``, ``.cuda``) and ``aten.copy_`` (``x.copy_(src)``,
       ``x[...] = src``); a tensor made on a device from data on the host (``torch.tensor``,
-      ``torch.as_tensor``, ``torch.asarray``, ``Tensor.new_tensor``) and each tensor ``torch.load`` puts on a
-      device: copies from the CPU, in the dtype the data was made in there. A copy that also
-      converts (``.to(device, torch.float32)``) is recorded with both dtypes: a blocking
-      copy from the CPU converts there, before the link (PyTorch's ``Copy.cu``).
+      ``torch.as_tensor``, ``torch.asarray``, ``Tensor.new_tensor``) and each tensor
+      ``torch.load`` puts on a device: copies from the CPU, in the dtype the data was made
+      in there. A copy that also converts (``.to(device, torch.float32)``) is recorded
+      with both dtypes: a blocking copy from the CPU converts there, before the link
+      (PyTorch's ``Copy.cu``).
     - Reads: ``.item()``, ``float(t)``, an ``if`` on a tensor, and a tensor printed,
       formatted, made a list or a NumPy array, pickled, or saved with ``torch.save``
       (which read without an op a dispatch mode sees).
@@ -185,7 +186,7 @@ def copy_record(record: list, arguments=()):
     made: dict = {}  # id -> weak reference: tensors the call's threads made (ops' results)
     theirs = weakref.WeakSet()  # threads the call's threads started: the call's too
     hosts: dict = {}  # id -> (weak reference, storage address): data the host holds
-    written_over: list = []  # (start, end): memory that other data was written into
+    written_over: set = set()  # (start, end): memory that other data was written into
 
     def span(t) -> tuple:
         try:
@@ -198,7 +199,9 @@ def copy_record(record: list, arguments=()):
         if t.device.type == "cpu" and type(t) is torch.Tensor and len(hosts) < 100_000:
             key, (start, end) = id(t), span(t)
             if fresh:  # filled from the host's data: what was written there before is gone
-                written_over[:] = [(a, b) for a, b in written_over if b <= start or a >= end]
+                written_over.difference_update(
+                    [(a, b) for a, b in written_over if a < end and start < b]
+                )
             hosts[key] = (
                 weakref.ref(
                     t, lambda ref, key=key: hosts.get(key, (0,))[0] is ref and hosts.pop(key)
@@ -212,8 +215,8 @@ def copy_record(record: list, arguments=()):
         host's alone any more."""
         hosts.pop(id(t), None)
         start, end = span(t)
-        if start != -1:
-            written_over.append((start, end) if len(written_over) < 10_000 else (0, 2**64))
+        if start != -1:  # a set: a model's weights, written every step, are there once
+            written_over.add((start, end) if len(written_over) < 10_000 else (0, 2**64))
 
     def on_the_host(t) -> bool:
         kept = hosts.get(id(t))
