@@ -242,6 +242,7 @@ def _grade_class(
     cells = inbox.source_cells(course_root, assignment)
     to_grade: list[Job] = []
     outcomes: dict[str, dict] = {}
+    pending = ledger.to_regrade()  # what an interrupted forced run had still to grade
     for student in submitted:
         if not inbox.valid_student_id(student):
             continue  # imports never make such a folder; it is not a student's
@@ -250,7 +251,8 @@ def _grade_class(
         )
         digest = inbox.digest(files, refused)
         done = ledger.get(student)
-        if done and done.get("digest") == digest and not force and not _retried(done):
+        again = force or student in pending or _retried(done or {})
+        if done and done.get("digest") == digest and not again:
             outcomes[student] = {**done, "this_run": "unchanged"}
             continue
         rejected = inbox.problem(files, refused, notebooks, cells)
@@ -262,11 +264,15 @@ def _grade_class(
                 course_root, assignment, student, dated and dated.decode(errors="replace").strip()
             )
             ledger.put(outcome)
+            pending.discard(student)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
         files, notes = inbox.without_copies(files, notebooks)
         to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
     waiting = {job.student for job in to_grade}
+    if force:  # listed before any is graded: an interruption leaves the rest to the next run
+        pending |= waiting
+    ledger.set_to_regrade(pending)
     for entry in ledger.entries():
         student = entry["student_id"]
         if student in outcomes or student in waiting:
@@ -288,6 +294,8 @@ def _grade_class(
     for result in _complete(executor, to_grade, workers) if to_grade else ():
         outcome = record(course_root, assignment, result)
         ledger.put(outcome)
+        pending.discard(outcome["student_id"])
+        ledger.set_to_regrade(pending)
         outcomes[outcome["student_id"]] = {**outcome, "this_run": "graded"}
         if on_result:
             on_result(outcome)

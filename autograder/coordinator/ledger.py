@@ -4,8 +4,12 @@ are committed to the gradebook.
 This is what makes grading idempotent and resumable. A run skips a submission whose
 ledger entry has the same content hash; a run killed midway left no entry for the
 submissions it had not finished, so the next run grades exactly those, and nbgrader's
-forced autograde replaces (never adds to) their grade rows. Each entry is written to a
-temporary file and renamed, so a kill never leaves half an entry.
+forced autograde replaces (never adds to) their grade rows. A forced run first lists
+every submission it will grade again (``to_regrade``) and strikes each off once graded:
+one interrupted leaves the rest listed, and the next run, forced or not, grades them
+(their entries are from before whatever the force was for, a new due date say). Each
+entry and the list are written to a temporary file and renamed, so a kill never leaves
+half of one.
 """
 
 from __future__ import annotations
@@ -39,6 +43,25 @@ class Ledger:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+    def to_regrade(self) -> set[str]:
+        """The submissions a forced run meant to grade again and had not yet."""
+        try:
+            return set(json.loads(self._regrade_path().read_text(encoding="utf-8")))
+        except (FileNotFoundError, json.JSONDecodeError, TypeError):
+            return set()
+
+    def set_to_regrade(self, students: set[str]) -> None:
+        path = self._regrade_path()
+        if not students:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(sorted(students)), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def _regrade_path(self) -> Path:
+        return self.folder.parent / "to-regrade.json"
 
     def add_note(self, student_id: str, note: str) -> None:
         """Something the instructor must know about a student that is no grade of theirs

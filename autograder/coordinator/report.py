@@ -199,7 +199,8 @@ class CanvasExport(Configurable):
 def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path:
     """The grades in the CSV form Canvas's gradebook import accepts: after the late penalty;
     for a student with no submission, 0 once the assignment is out (someone has submitted,
-    and its due date, if any, is past), else an empty cell, which Canvas leaves alone; for
+    and its due date is past; a unit with no due date is never out), else an empty cell,
+    which Canvas leaves alone; for
     a submission that got no grade (``UNGRADED``), an empty cell too."""
     from datetime import datetime, timezone
 
@@ -212,8 +213,12 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
     with Gradebook(config.CourseDirectory.db_url) as gb:
         found = [gb.find_assignment(a) for a in assignments]
         points = [a.max_score for a in found]
-        # Not released yet: nobody has submitted, or its due date is still ahead.
-        released = [bool(a.submissions) and (a.duedate is None or a.duedate < now) for a in found]
+        # Out: someone has submitted and its due date is past. A unit with no due date is
+        # never out: the first early submission would otherwise put a 0 over every other
+        # student's grade in Canvas (an outside instructor's run).
+        released = [
+            bool(a.submissions) and a.duedate is not None and a.duedate < now for a in found
+        ]
         rows = []
         for student in sorted(gb.students, key=lambda s: s.id):
             name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id

@@ -129,9 +129,9 @@ def test_a_misspelled_unit_is_refused_with_the_nearest_name_and_the_course_units
 
 def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(tmp_path):
     """A Canvas column named 'Name (id)' updates that assignment; a unit that is not out yet
-    (nobody submitted, or not yet due) is an empty cell, which Canvas leaves alone, not a 0
-    that would overwrite it; once out, no submission is a 0; the roster's names fill the
-    Student column."""
+    (nobody submitted, not yet due, or with no due date) is an empty cell, which Canvas
+    leaves alone, not a 0 that would overwrite it; once out, no submission is a 0; the
+    roster's names fill the Student column."""
     from nbgrader.api import Gradebook
 
     from autograder.coordinator.report import export_canvas
@@ -158,7 +158,8 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     with open(course / "grades-canvas.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0][5:] == ["Unit one (4821)", "unit2", "unit3", "unit4"]
-    assert rows[2] == ["Lovelace, Ada", "", "", "ada", "", "0", "0", "", ""]
+    # unit2 has no due date: one early submission (bo's) must not put 0s over the others'.
+    assert rows[2] == ["Lovelace, Ada", "", "", "ada", "", "0", "", "", ""]
     assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
 
 
@@ -745,6 +746,24 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     while any(p.exists() for p in seen) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [str(p) for p in seen if p.exists()] == [] and ours(exchange) == {}
+    # What the forced run had not regraded yet is listed, and the next run, as the message
+    # says, without --force, grades exactly those (an outside instructor's rerun had left
+    # their old late penalties in every export).
+    middle = {p.stem: p.stat().st_mtime_ns for p in ledger.glob("*.json")}
+    regraded = {s for s, ns in middle.items() if ns != stamps[f"{s}.json"]}
+    pending = json.loads((ledger.parent / "to-regrade.json").read_text())
+    assert pending and set(pending) == set(middle) - regraded
+    assert "run it again without --force to grade only what this run did not" in stderr
+    again = subprocess.run(
+        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", "-j", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    graded_again = {p.stem for p in ledger.glob("*.json") if p.stat().st_mtime_ns != middle[p.stem]}
+    assert graded_again == set(pending)
+    assert not (ledger.parent / "to-regrade.json").exists()
 
 
 @pytest.mark.slow
