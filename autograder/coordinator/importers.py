@@ -572,6 +572,7 @@ def import_zip(
         elif not any(nb in files for nb in notebooks) and student in refused:
             _remove_folder(folder)  # never an older attempt in place of a refused one
         elif files:
+            files = _up_to_the_notebook(student, files, notebooks)
             stamps = sorted(stamp for stamp, _, _ in files.values() if stamp)
             contents = {file_id: data for file_id, (_, data, _) in files.items()}
             stamp = _timestamp(stamps[-1]) if stamps else None
@@ -583,6 +584,26 @@ def import_zip(
                 contents["timestamp.txt"] = stamp.encode()
             safefiles.replace_folder(folder, contents)
     return problems
+
+
+def _up_to_the_notebook(student: str, files: dict, notebooks: list[str]) -> dict:
+    """The files of the attempts up to the latest one with a notebook: that attempt's date
+    is the submission's. A later attempt of other files alone (notes, say) changes neither
+    what is graded nor its date: it made an on-time notebook late (an outside instructor's
+    run). Left out, and said in the log."""
+    dated = [files[nb][0] for nb in notebooks if nb in files and files[nb][0]]
+    if not dated:
+        return files
+    latest = max(dated)
+    later = sorted(f for f, (stamp, _, _) in files.items() if stamp and stamp > latest)
+    if later:
+        log.warning(
+            "%s: %s came in attempts after the notebook's and were left out: the notebook's "
+            "attempt is the submission",
+            student,
+            ", ".join(later),
+        )
+    return {f: kept for f, kept in files.items() if f not in later}
 
 
 def _choose(chosen: dict, ties: dict, student: str, info: dict, data: bytes, name: str) -> None:

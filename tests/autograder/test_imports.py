@@ -450,6 +450,19 @@ def test_lms_ids_keep_their_underscores_and_renamed_notebooks_are_taken(course, 
     assert (submitted / "bo" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
 
 
+def test_a_later_attempt_without_the_notebook_leaves_the_notebooks_date(course, tmp_path):
+    """An on-time notebook, then notes alone after the due date: the notebook's attempt is
+    the submission, with its date (the notes' date had made it late: 30/30 scored 0)."""
+    entries = [
+        ("gpu_tensors_kim_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_kim_attempt_2024-03-02-10-00-00_notes.txt", b"forgot these"),
+    ]
+    assert importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries)) == []
+    folder = course / "submitted" / "kim" / "gpu_tensors"
+    assert (folder / "timestamp.txt").read_text() == "2024-03-01 10:00:00.000000 UTC"
+    assert sorted(p.name for p in folder.iterdir()) == ["gpu_tensors.ipynb", "timestamp.txt"]
+
+
 def test_two_lms_names_read_as_one_id_are_refused_never_merged(course, tmp_path):
     """Where a course's own named_regexp reads a_smith and b_smith both as 'smith', neither
     entry is taken and the problem names both."""
