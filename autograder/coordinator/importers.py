@@ -381,6 +381,11 @@ def import_exchange(
         collect.start()
     except ExchangeError as exc:  # no exchange, no course in it: the instructor's to fix
         raise ImportFailed(f"nbgrader collect: {exc}") from None
+    except PermissionError as exc:  # students' folders are theirs: reading them takes root
+        raise ImportFailed(
+            f"cannot read the exchange ({exc.filename}: {exc.strerror}); collect as root "
+            "(sudo), as the README's --collect line shows. Nothing in the course was changed."
+        ) from None
     return list(getattr(collect, "problems", []))
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.config import file_limits
-from autograder.fates import INVALID_NOTEBOOK, NO_NOTEBOOK
+from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -99,8 +99,8 @@ def problem(
         if bad:
             return INVALID_NOTEBOOK, f"{name}: {bad}"
     bad = timestamp_problem(files)
-    if bad:
-        return INVALID_NOTEBOOK, bad
+    if bad:  # the notebook may be fine: its date is what cannot be read
+        return NEEDS_REVIEW, bad
     return None
 
 
@@ -244,5 +244,8 @@ def timestamp_problem(files: dict[str, bytes]) -> str | None:
         return None
     text = files["timestamp.txt"].decode("utf-8", errors="replace").strip()
     if not TIMESTAMP.match(text):
-        return f"timestamp.txt is not a date the grader reads: {text[:40]!r}"
+        return (
+            f"timestamp.txt is not a date the grader reads: {text[:40]!r}; give it a date "
+            "such as 2026-12-03 17:00:00 UTC, or remove it (no date: no late penalty)"
+        )
     return None

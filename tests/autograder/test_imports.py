@@ -283,6 +283,10 @@ def test_an_honest_notebook_passes_the_inbox(course):
     assert (
         inbox.problem(files, ["x is a link"], ["gpu_tensors.ipynb"], cells)[0] == "invalid notebook"
     )
+    # A fine notebook whose date cannot be read is left for review, not called invalid.
+    dated = {**files, "timestamp.txt": b"2026-12-03 05:00:00 +0100"}
+    fate, why = inbox.problem(dated, [], ["gpu_tensors.ipynb"], cells)
+    assert fate == "needs review" and "give it a date" in why
 
 
 def _exchange_inbound(course: Path, tmp_path: Path) -> Path:
@@ -324,6 +328,23 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
     # The timestamp is the folder's own date, never the student's timestamp.txt.
     taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
     assert taken == stamp
+
+
+def test_an_exchange_the_instructor_cannot_read_is_said_in_one_line(course, tmp_path, monkeypatch):
+    """--collect without sudo: the students' folders are theirs. One clear line (the CLI's
+    exit status 2), never a traceback, and nothing in the course changed."""
+    inbound = _exchange_inbound(course, tmp_path)
+    scandir = os.scandir
+
+    def refused(path="."):
+        if os.fspath(path) == str(inbound):
+            raise PermissionError(13, "Permission denied", str(inbound))
+        return scandir(path)
+
+    monkeypatch.setattr(importers.os, "scandir", refused)
+    with pytest.raises(importers.ImportFailed, match="collect as root"):
+        importers.import_exchange(course, "gpu_tensors")
+    assert not (course / "submitted").exists() or not any((course / "submitted").iterdir())
 
 
 def test_a_late_folder_named_with_an_early_date_is_left_for_review(course, tmp_path):
