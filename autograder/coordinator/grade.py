@@ -118,12 +118,12 @@ def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
     for student in roster(course_root):
         outcomes.setdefault(
             student,
-            fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict(),
+            _nothing_submitted(student),
         )
     for student, notes in ledger.notes().items():
         outcome = outcomes.setdefault(
             student,
-            fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict(),
+            _nothing_submitted(student),
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
@@ -212,6 +212,11 @@ def grade_assignment(
 
 
 # What the grader says about itself, not the submission: graded again on the next run.
+def _nothing_submitted(student: str) -> dict:
+    """A student of the gradebook with no submission: 0, as nbgrader's export says."""
+    return fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict()
+
+
 def _retried(entry: dict) -> bool:
     return entry.get("fate") == fates.ERROR or (
         entry.get("fate") == fates.NEEDS_REVIEW
@@ -285,17 +290,16 @@ def _grade_class(
         _zero_submission(course_root, assignment, student)
     for student in roster(course_root):
         if student not in outcomes and student not in waiting:
-            outcomes[student] = fates.Outcome(
-                student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]
-            ).as_dict()
+            outcomes[student] = _nothing_submitted(student)
 
     if progress is not None:
         progress.reset(total=len(to_grade))
     for result in _complete(executor, to_grade, workers) if to_grade else ():
         outcome = record(course_root, assignment, result)
         ledger.put(outcome)
-        pending.discard(outcome["student_id"])
-        ledger.set_to_regrade(pending)
+        if outcome["student_id"] in pending:
+            pending.discard(outcome["student_id"])
+            ledger.set_to_regrade(pending)
         outcomes[outcome["student_id"]] = {**outcome, "this_run": "graded"}
         if on_result:
             on_result(outcome)
@@ -304,7 +308,7 @@ def _grade_class(
     for student, notes in ledger.notes().items():  # e.g. a folder forged in another's name
         outcome = outcomes.setdefault(
             student,
-            fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict(),
+            _nothing_submitted(student),
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
