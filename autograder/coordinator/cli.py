@@ -31,6 +31,7 @@ from autograder.config import grading_config
 from autograder.coordinator import importers, inbox
 from autograder.coordinator.grade import (
     InstructorError,
+    NotInGradebook,
     check_ready,
     course_units,
     grade_assignment,
@@ -204,8 +205,14 @@ def run(args, course: Path) -> int:
         )
     try:
         assignments = [args.assignment] if args.assignment else all_assignments(course)
+        missing: list[str] = []
         for assignment in assignments:  # before anything in the course is touched
-            check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
+            try:
+                check_ready(course, assignment, sandbox=not (args.no_sandbox or args.report_only))
+            except NotInGradebook as exc:
+                missing += exc.assignments  # each unit missing is named, not the first
+        if missing:
+            raise NotInGradebook(course, missing)
         with one_run_at_a_time(course):
             return grade_and_report(args, course, assignments)
     except InstructorError as exc:

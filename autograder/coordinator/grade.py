@@ -49,6 +49,20 @@ class InstructorError(Exception):
     """Something only the instructor can fix (no gradebook entry, no bwrap...)."""
 
 
+class NotInGradebook(InstructorError):
+    """Units the gradebook lacks; said together, so that one command mends them all."""
+
+    def __init__(self, course_root: Path, assignments: list[str]):
+        self.course_root, self.assignments = course_root, assignments
+        names = ", ".join(map(repr, assignments))
+        run = " && ".join(f"nbgrader generate_assignment {a} --force" for a in assignments)
+        super().__init__(
+            f"{'assignment' if len(assignments) == 1 else 'assignments'} {names} "
+            f"{'is' if len(assignments) == 1 else 'are'} not in the gradebook: run "
+            f"`{run}` in {course_root} first"
+        )
+
+
 def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
     config = grading_config(course_root)
     if sandbox and Sandbox(config=config).bwrap_path() is None:
@@ -80,10 +94,7 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
-            raise InstructorError(
-                f"assignment {assignment!r} is not in the gradebook: run "
-                f"`nbgrader generate_assignment {assignment}` in {course_root} first"
-            ) from None
+            raise NotInGradebook(course_root, [assignment]) from None
 
 
 def course_units(course_root: Path) -> list[str]:

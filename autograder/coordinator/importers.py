@@ -86,8 +86,9 @@ class Gate:
       course (``submitted/`` or the gradebook's students). An LMS's usernames ignore case
       and nbgrader's ids do not: ``Ada`` beside ``ada`` would be two gradebook students, one
       of them a row of zeros in every export. No spelling new to the course is guessed at:
-      each such id is refused and said (never made a student, never given a fate), and
-      what is in ``submitted/`` stays.
+      each such id is refused and said once, for this import (never made a student, never
+      given a fate, never a note that stays on the spelling the course has), and what is in
+      ``submitted/`` stays.
     """
 
     def __init__(self, course_root: Path, only: Iterable[str] | None = None):
@@ -122,10 +123,9 @@ class Gate:
                 "taken; give each student one spelling (rename the entry) and import again"
             )
             # Said, never a fate: a refused spelling must not become a gradebook student
-            # (a row of zeros, and a name that then refuses the real one). A spelling the
-            # course already has gets the note in its details.
+            # (a row of zeros, and a name that then refuses the real one). Nor a note on the
+            # spelling the course has: that student did nothing, and a note stays for good.
             problems.append(("", NOTE, message))
-            problems += [(o, NOTE, message) for o in others if o in self.known and o not in ids]
         return taken, problems
 
     def left_out_note(self, source: str) -> list[Problem]:

@@ -657,19 +657,20 @@ def test_ids_that_differ_only_in_case_are_refused_never_two_students(course, tmp
     assert len(said) == 3 and all("differ only in case" in m for m in said)
     assert any(m.startswith("'Ada' and 'ada' (in this import)") for m in said)
     assert any(m.startswith("'Bo' and 'bo' (already in the course)") for m in said)
-    # The note goes to the spelling the course has, bo, in its details; nobody else.
-    assert [s for s, _, _ in problems if s] == ["bo"]
+    # Said once, for the import: no note stays on bo, who did nothing (it would show in
+    # every later summary), and no refused spelling becomes a student.
+    assert [s for s, _, _ in problems if s] == []
     importers.record_problems(course, "gpu_tensors", problems)
     from autograder.coordinator.ledger import Ledger
 
     ledger = Ledger(course, "gpu_tensors")
     assert [e["student_id"] for e in ledger.entries()] == []
-    assert list(ledger.notes()) == ["bo"]
+    assert list(ledger.notes()) == []
     inbox_folder = tmp_path / "inbox"
     inbox_folder.mkdir()
     (inbox_folder / "CY.ipynb").write_bytes(BLANK)
     problems = importers.import_folder(course, "gpu_tensors", inbox_folder)
-    assert [(s, f) for s, f, _ in problems] == [("", "note"), ("cy", "note")]
+    assert [(s, f) for s, f, _ in problems] == [("", "note")]
     assert "'CY' and 'cy'" in problems[0][2]
     assert not (course / "submitted" / "CY").exists()
 

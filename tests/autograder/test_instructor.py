@@ -114,6 +114,31 @@ def test_a_missing_bubblewrap_is_said_before_the_course_is_touched(tmp_path, cap
     assert sorted(p.name for p in course.iterdir()) == before
 
 
+def test_all_names_every_unit_the_gradebook_lacks_and_one_command_for_them(tmp_path, capsys):
+    """--all before the units are in the gradebook: one message names each missing unit,
+    with the README's own command (--force), and nothing in the course is touched."""
+    from nbgrader.api import Gradebook
+
+    from autograder.config import grading_config
+
+    course = tmp_path / "course"
+    for unit in ("gpu_tensors", "gpu_training", "gpu_data_loading"):
+        (course / "source" / unit).mkdir(parents=True)
+        shutil.copy(ROOT / "source" / unit / f"{unit}.ipynb", course / "source" / unit)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    with Gradebook(grading_config(course).CourseDirectory.db_url) as gb:
+        gb.update_or_create_assignment("gpu_training")
+    before = sorted(p.name for p in course.iterdir())
+    assert cli.main(["--all", "--course", str(course), "--no-sandbox"]) == 2
+    said = capsys.readouterr().err
+    assert "'gpu_data_loading', 'gpu_tensors' are not in the gradebook" in said
+    assert (
+        "`nbgrader generate_assignment gpu_data_loading --force && "
+        "nbgrader generate_assignment gpu_tensors --force`" in said
+    )
+    assert sorted(p.name for p in course.iterdir()) == before
+
+
 def test_a_misspelled_unit_is_refused_with_the_nearest_name_and_the_course_units(tmp_path, capsys):
     course = tmp_path / "course"
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
