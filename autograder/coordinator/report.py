@@ -138,6 +138,11 @@ def with_manual_grades(course_root: Path, assignment: str, students) -> list[str
     return found
 
 
+def question_column(assignment: str, question: str) -> str:
+    """A question's column in grades.csv: "gpu_tensors Question 1 (raw)"."""
+    return f"{assignment} {question} (raw)"
+
+
 def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None:
     """nbgrader's own CSV export of these assignments: a row per student and assignment."""
     from nbgrader.api import Gradebook
@@ -150,9 +155,12 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
     with Gradebook(config.CourseDirectory.db_url) as gb:
         plugin.export(gb)
     # Then a column per question (Otter's final_grades.csv has one per question), beside
-    # nbgrader's own columns: score there is already after the late penalty.
+    # nbgrader's own columns: score there is already after the late penalty. A column is
+    # named for its unit (units' "Question 2"s differ) and says it is before the penalty,
+    # as nbgrader's raw_score is.
     per_student = {a: gradebook_scores(course_root, a) for a in assignments}
-    names = list(dict.fromkeys(q for a in assignments for q in questions(course_root, a)))
+    columns = {a: {question_column(a, q): q for q in questions(course_root, a)} for a in assignments}
+    names = [name for a in assignments for name in columns[a]]
     with open(dest, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         fields, rows = list(reader.fieldnames or []), list(reader)
@@ -164,8 +172,9 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
                 rows.append({"assignment": assignment, "student_id": student})
     for row in rows:
         asked = per_student.get(row["assignment"], {}).get(row["student_id"], {})
+        own = columns.get(row["assignment"], {})
         for name in names:
-            value = asked.get("questions", {}).get(name)
+            value = asked.get("questions", {}).get(own[name]) if name in own else None
             row[name] = "" if value is None else f"{value:g}"
         if row["student_id"] in none.get(row["assignment"], {}):
             for name in ("raw_score", "late_submission_penalty", "score", *names):

@@ -188,6 +188,35 @@ def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_un
     assert rows[3] == ["bo", "", "", "bo", "", "0", "0", "0", ""]
 
 
+def test_grades_csv_names_each_question_column_for_its_unit(tmp_path):
+    """With several units, "Question 2" means a different question in each: every column
+    is named for its unit and said to be before the penalty, and a row fills only its own
+    unit's columns."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator.report import export_grades
+
+    course = tmp_path / "course"
+    units = ["gpu_tensors", "gpu_training"]
+    for unit in units:
+        shutil.copytree(ROOT / "source" / unit, course / "source" / unit)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_student("ada")
+        for unit in units:
+            gb.add_assignment(unit)
+            gb.add_submission(unit, "ada")
+    export_grades(course, units, course / "grades.csv")
+    with open(course / "grades.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames or [], {r["assignment"]: r for r in reader}
+    asked = [name for name in header if "Question" in name]
+    assert "gpu_tensors Question 1 (raw)" in asked and "gpu_training Question 1 (raw)" in asked
+    assert all(name.endswith(" (raw)") and name.split()[0] in units for name in asked)
+    for unit in units:
+        assert all((rows[unit][n] == "0") == n.startswith(unit + " ") for n in asked), unit
+
+
 def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(tmp_path):
     """eve's grading failed (fate error), dave's folder held no notebook, erin an invalid one: no
     export gives them a 0 (which would overwrite the LMS's grade); both grades.csv and
@@ -241,7 +270,7 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
         ("gus", "needs review"),
     ):
         assert grades[student]["score"] == "" and grades[student]["raw_score"] == "", student
-        assert grades[student]["Question 1"] == "", student
+        assert grades[student][f"{ASSIGNMENT} Question 1 (raw)"] == "", student
         assert canvas[student] == "", student
         assert reported[student]["fate"] == fate and reported[student]["max_score"] == "", student
         assert reported[student]["score"] == "", student  # no grade, not the gradebook's 0
@@ -485,8 +514,11 @@ def test_the_late_penalty_is_in_every_export_and_report(life):
     with open(course / "grades.csv", newline="") as f:
         grades = {r["student_id"]: r for r in csv.DictReader(f)}
     assert float(grades["cg19bo"]["score"]) == 0 and float(grades["cg19ada"]["score"]) == TOTAL
-    # A column per question, after nbgrader's own (bo's are his raw answers' points).
-    assert float(grades["cg19ada"]["Question 1"]) == 8 and grades["cg19cy"]["Question 4"] == "0"
+    # A column per question, after nbgrader's own, named for its unit and said to be
+    # before the penalty (bo's are his raw answers' points).
+    assert float(grades["cg19ada"][f"{ASSIGNMENT} Question 1 (raw)"]) == 8
+    assert grades["cg19cy"][f"{ASSIGNMENT} Question 4 (raw)"] == "0"
+    assert float(grades["cg19bo"][f"{ASSIGNMENT} Question 1 (raw)"]) == 8
     with open(course / "grades-canvas.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
