@@ -179,12 +179,16 @@ def _last_change(path: str) -> float | None:
 class SafeExchangeCollect(ExchangeCollect):
     """nbgrader's collect, for inbound folders that students wrote.
 
-    Each ``<student>+<assignment>+<timestamp>+<random>`` folder is taken only if it is a
-    folder (not a link or a file), its student id is a plain identifier, its timestamp
-    reads as a date, and (with ``check_owner``, nbgrader's default) it belongs to the
-    system user of that name; anything else is a problem of that entry, never the end of
-    the collect. The copy holds regular files only, within nbgrader's size limits, and a
-    timestamp.txt written from the folder's own date.
+    Each ``<student>+<assignment>+<timestamp>+<random>`` entry is taken only if its student
+    id is a plain identifier; (with ``check_owner``, nbgrader's default) it belongs to the
+    system user of that name, checked first, for links and files too, so that an entry
+    made under another's name is only ever its maker's note; it is a folder (not a link or
+    a file); and its timestamp reads as a date that its ctimes do not contradict, checked
+    again once its files are read. Anything else is a problem of that entry, never the end
+    of the collect, and an id given a fate passes the same case check as the ones taken.
+    The copy holds regular files only, within nbgrader's size limits, and a timestamp.txt
+    written from the folder's own date; it replaces the submission in place whole, or not
+    at all (an undated one put there with ``--folder`` stays).
     """
 
     def init_src(self):
@@ -204,7 +208,11 @@ class SafeExchangeCollect(ExchangeCollect):
                 records.setdefault(record["username"], []).append(record)
         self.problems = [p for p in self.problems if gate.chosen(p[0])]
         records = {student: r for student, r in records.items() if gate.chosen(student)}
-        taken, clashes = gate.clashes(records)
+        # An entry that is not taken still gives its student a fate (a gradebook row): its
+        # id must pass the case check too, or "VIC1" would shut the real vic1 out for good.
+        fated = {p[0] for p in self.problems if p[0] and p[1] != NOTE}
+        taken, clashes = gate.clashes(set(records) | fated)
+        self.problems = [p for p in self.problems if p[1] == NOTE or not p[0] or p[0] in taken]
         self.problems += clashes + gate.left_out_note("the exchange")
         self.src_records = []
         for student, attempts in sorted(records.items()):
@@ -215,48 +223,39 @@ class SafeExchangeCollect(ExchangeCollect):
             self.src_records.append(on_time[0] if on_time and self.before_duedate else attempts[0])
 
     def _record(self, entry) -> dict | None:
-        from nbgrader.utils import parse_utc
-
         parts = entry.name.rsplit("+", 3)
         if len(parts) != 4 or parts[1] != self.coursedir.assignment_id:
             return None  # another assignment's, or not nbgrader's
         student, _, stamp, _ = parts
         shown = repr(entry.name[:80])
         if not valid_student_id(student):
-            why, student = "not a plain student id", ""
-        elif not entry.is_dir(follow_symlinks=False):
+            self.problems.append(
+                ("", NO_NOTEBOOK, f"exchange entry {shown}: not a plain student id")
+            )
+            return None
+        # Whose entry it is comes first, for links and files too: an entry someone else made
+        # under a student's name is the maker's problem, never a fate (or a gradebook row)
+        # of the student it names.
+        why, owner = self._owner_problem(entry, student)
+        if why is not None:
+            who = owner if owner is not None and valid_student_id(owner) else ""
+            self.problems.append((who, NOTE, f"exchange entry {shown}: {why}"))
+            return None
+        claimed = _stamp_date(stamp)
+        if not entry.is_dir(follow_symlinks=False):
             why = "not a folder"
-        elif not TIMESTAMP.match(stamp):
+        elif claimed is None:
             why = "its date does not read as one"
         else:
-            why, owner = self._owner_problem(entry, student)
-            why = why or self._backdated(entry, parse_utc(stamp))
+            why = self._backdated(entry.path, claimed)
             if why is None:
-                return {
-                    "username": student,
-                    "filename": entry.name,
-                    "timestamp": parse_utc(stamp),
-                    "stamp": stamp,
-                }
-            if owner is not None:  # a forgery: the forger's, never the victim's, record
-                self.problems.append(
-                    (
-                        owner if valid_student_id(owner) else "",
-                        NOTE,
-                        f"exchange entry {shown}: {why}",
-                    )
-                )
-                return None
+                return {"username": student, "filename": entry.name, "timestamp": claimed}
         self.problems.append(
-            (
-                student,
-                NEEDS_REVIEW if student else NO_NOTEBOOK,
-                f"exchange entry {shown}: {why}; not collected",
-            )
+            (student, NEEDS_REVIEW, f"exchange entry {shown}: {why}; not collected")
         )
         return None
 
-    def _backdated(self, entry, claimed) -> str | None:
+    def _backdated(self, path: str, claimed) -> str | None:
         """Why a folder's name cannot be its date, or None. A student names the folder but
         cannot set when it, or a file in it, was last changed (its ctime): a name dated
         before the due date on a folder made after it, or whose notebook was rewritten in
@@ -265,7 +264,7 @@ class SafeExchangeCollect(ExchangeCollect):
         if self.duedate is None:
             return None
         try:
-            ctime = _last_change(entry.path)
+            ctime = _last_change(path)
         except OSError:  # gone, or changed, since the folder was listed
             return "it could not be read when its date was checked"
         if ctime is None:
@@ -305,12 +304,43 @@ class SafeExchangeCollect(ExchangeCollect):
             except MissingEntry:
                 return None
 
+    def copy_files(self):
+        """nbgrader's copy_files, less its ``rmtree`` of the submission in place before the
+        copy: ``do_copy`` decides whether the attempt replaces it (an undated ``--folder``
+        submission is kept), and replaces it whole or not at all."""
+        for record in self.src_records:
+            dest = Path(
+                self.coursedir.format_path(
+                    self.coursedir.submitted_directory,
+                    record["username"],
+                    self.coursedir.assignment_id,
+                )
+            )
+            self.do_copy(os.path.join(self.inbound_path, record["filename"]), str(dest))
+
     def do_copy(self, src, dest, log=None):
         student = Path(dest).parent.name
+        stamp = Path(src).name.rsplit("+", 3)[2]
+        kept = newer_kept(Path(dest), stamp, "exchange")
+        if kept:  # (``log`` here is nbgrader's argument)
+            logging.getLogger(__name__).warning("%s: %s", student, kept)
+            return
         try:
             files, refused = safefiles.regular_files(Path(src), *file_limits(self.config))
         except safefiles.Unsafe as exc:
             files, refused = {}, [str(exc)]
+        # Dated again once read: a file rewritten after the first check, before or while
+        # it was read, has a ctime after it (the date is of what was read, not of a look).
+        late = self._backdated(src, _stamp_date(stamp))
+        if late:
+            self.problems.append(
+                (
+                    student,
+                    NEEDS_REVIEW,
+                    f"exchange entry {Path(src).name[:80]!r}: {late}; not collected",
+                )
+            )
+            return
         if refused:
             self.problems.append(
                 (
@@ -322,13 +352,20 @@ class SafeExchangeCollect(ExchangeCollect):
             )
             _remove_folder(Path(dest))
             return
-        stamp = Path(src).name.rsplit("+", 3)[2]
-        kept = newer_kept(Path(dest), stamp, "exchange")
-        if kept:  # (``log`` here is nbgrader's argument)
-            logging.getLogger(__name__).warning("%s: %s", student, kept)
-            return
         files["timestamp.txt"] = stamp.encode()
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
         safefiles.replace_folder(Path(dest), files)
+
+
+def _stamp_date(stamp: str):
+    """An exchange folder's date (naive UTC), or None where it reads as no date: the name
+    is the student's, and "2026-13-45 99:99:99" has the shape of one."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        return parse_utc(stamp) if TIMESTAMP.match(stamp) else None
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
 def newer_kept(dest: Path, stamp: str, source: str) -> str | None:

@@ -304,30 +304,121 @@ def _exchange_inbound(course: Path, tmp_path: Path) -> Path:
 
 
 def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_path):
-    """A folder named for another student, a name that is not a date, a file where a folder
-    should be: each is that entry's problem, and the collect goes on."""
+    """Whose an entry is comes first: a folder, a file or a link named for another student,
+    or a date that only looks like one (an outside attack crashed the whole collect with
+    "2026-13-45 99:99:99"), is only ever its maker's note: the student it names gets no
+    fate and no gradebook row, whatever the case of the name. The collect goes on."""
     inbound = _exchange_inbound(course, tmp_path)
     stamp = "2024-03-01 10:00:00.000000 UTC"
     me = __import__("pwd").getpwuid(os.geteuid()).pw_name
     for name in (
         f"{me}+gpu_tensors+{stamp}+a",
         f"alice+gpu_tensors+{stamp}+b",
-        f"{me}2+gpu_tensors+not a date+c",
+        "carol+gpu_tensors+2026-13-45 99:99:99+c",
     ):
         (inbound / name).mkdir()
         (inbound / name / "gpu_tensors.ipynb").write_bytes(NB)
         (inbound / name / "timestamp.txt").write_text("2099-01-01 00:00:00 /etc/shadow")
     (inbound / f"bob+gpu_tensors+{stamp}+d").write_text("a file, not a folder")
+    (inbound / f"{me.upper()}X+gpu_tensors+{stamp}+e").symlink_to(
+        inbound / f"{me}+gpu_tensors+{stamp}+a"
+    )
     problems = importers.import_exchange(course, "gpu_tensors")
     assert sorted(p.name for p in (course / "submitted").iterdir()) == [me]
-    said = {student: message for student, _, message in problems}
-    # The forgery is recorded against the folder's owner, never as alice's fate.
-    assert "alice" not in said and f"{me} submitted it under alice's name" in said[me]
-    assert [fate for student, fate, _ in problems if student == me] == ["note"]
-    assert "not a folder" in said["bob"] and "does not read as" in said[f"{me}2"]
+    # Each is recorded against the entry's owner, as a note, never as the named one's fate.
+    assert {student for student, _, _ in problems} == {me}
+    assert {fate for _, fate, _ in problems} == {"note"}
+    said = " ".join(message for _, _, message in problems)
+    for named in ("alice", "bob", "carol", f"{me.upper()}X"):
+        assert f"{me} submitted it under {named}'s name" in said
     # The timestamp is the folder's own date, never the student's timestamp.txt.
     taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
     assert taken == stamp
+
+
+def test_without_the_owner_check_a_bad_entry_is_its_students_problem_and_passes_the_case_check(
+    course, tmp_path
+):
+    """On a hub where every student is one system user (check_owner off), the name is the
+    only id: a file, or a date that only looks like one, is that student's entry to review;
+    the collect goes on; and an id that clashes in case with one taken is refused, never
+    given a fate (it would shut the real student out of every later import)."""
+    inbound = _exchange_inbound(course, tmp_path)
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "\nc.ExchangeCollect.check_owner = False\n"
+    )
+    stamp = "2024-03-01 10:00:00.000000 UTC"
+    vic1 = course / "submitted" / "vic1" / "gpu_tensors"
+    vic1.mkdir(parents=True)
+    (vic1 / "gpu_tensors.ipynb").write_bytes(NB)
+    for name in (f"dee+gpu_tensors+{stamp}+a", "carol+gpu_tensors+2026-13-45 99:99:99+c"):
+        (inbound / name).mkdir()
+        (inbound / name / "gpu_tensors.ipynb").write_bytes(NB)
+    (inbound / f"bob+gpu_tensors+{stamp}+d").write_text("a file, not a folder")
+    (inbound / f"VIC1+gpu_tensors+{stamp}+e").write_text("a case twin")
+    problems = importers.import_exchange(course, "gpu_tensors")
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["dee", "vic1"]
+    assert (vic1 / "gpu_tensors.ipynb").read_bytes() == NB
+    fates = {student: (fate, message) for student, fate, message in problems if student}
+    assert fates["bob"][0] == "needs review" and "not a folder" in fates["bob"][1]
+    assert fates["carol"][0] == "needs review" and "does not read as" in fates["carol"][1]
+    assert "VIC1" not in fates and "vic1" not in fates
+    said = [m for s, _, m in problems if not s]
+    assert any(m.startswith("'VIC1' and 'vic1' (already in the course)") for m in said)
+
+
+def test_an_undated_folder_submission_is_kept_over_an_exchange_attempt(course, tmp_path):
+    """The README: a submission put in submitted/ with --folder (undated) is the
+    instructor's choice, and an import keeps it. nbgrader's collect removed it before the
+    grader's copy could keep it (an outside attack: an accepted 30/30 became 0/30)."""
+    inbound = _exchange_inbound(course, tmp_path)
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    kept = course / "submitted" / me / "gpu_tensors"
+    kept.mkdir(parents=True)
+    (kept / "gpu_tensors.ipynb").write_bytes(NB)
+    attempt = inbound / f"{me}+gpu_tensors+2024-03-01 10:00:00.000000 UTC+a"
+    attempt.mkdir()
+    (attempt / "gpu_tensors.ipynb").write_bytes(BLANK)
+    importers.import_exchange(course, "gpu_tensors")
+    assert (kept / "gpu_tensors.ipynb").read_bytes() == NB
+    assert not (kept / "timestamp.txt").exists()
+
+
+def test_a_file_rewritten_while_the_collect_reads_it_is_dated_by_that_change(
+    course, tmp_path, monkeypatch
+):
+    """The date is checked again after the files are read: a notebook swapped for late work
+    between the first check and the copy (an outside attack, with a watcher in the
+    student's folder) is left for review, never taken with the on-time name."""
+    import datetime
+    import time
+
+    from nbgrader.api import Gradebook
+
+    from autograder.sandbox import safefiles
+
+    monkeypatch.setattr(importers, "BACKDATE_SLACK", datetime.timedelta(0))
+    inbound = _exchange_inbound(course, tmp_path)
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    folder = inbound / f"{me}+gpu_tensors+{_utc_now():%Y-%m-%d %H:%M:%S.%f UTC}+a"
+    folder.mkdir()
+    (folder / "gpu_tensors.ipynb").write_bytes(BLANK)
+    time.sleep(0.05)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
+    time.sleep(0.05)
+    read = safefiles.regular_files
+
+    def swapped_while_read(path, *limits):
+        with open(folder / "gpu_tensors.ipynb", "r+b") as f:  # after the first check
+            f.write(NB)
+        return read(path, *limits)
+
+    monkeypatch.setattr(safefiles, "regular_files", swapped_while_read)
+    [(student, fate, message)] = importers.import_exchange(course, "gpu_tensors")
+    assert (student, fate) == (me, "needs review")
+    assert "was made or last changed at" in message
+    assert not (course / "submitted" / me).exists()
 
 
 def test_an_exchange_the_instructor_cannot_read_is_said_in_one_line(course, tmp_path, monkeypatch):
@@ -421,7 +512,7 @@ def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem(tmp
     import types
 
     collect = types.SimpleNamespace(duedate=datetime.datetime(2026, 12, 1))
-    gone = types.SimpleNamespace(path=str(tmp_path / "gone"))
+    gone = str(tmp_path / "gone")
     why = importers.SafeExchangeCollect._backdated(collect, gone, datetime.datetime(2026, 11, 1))
     assert why == "it could not be read when its date was checked"
     deep = tmp_path / "deep"
@@ -438,8 +529,9 @@ def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem(tmp
             os.rmdir("d")
     for i in range(importers.MAX_DATED_ENTRIES + 1):
         (tmp_path / f"f{i}").touch()
-    many = types.SimpleNamespace(path=str(tmp_path))
-    why = importers.SafeExchangeCollect._backdated(collect, many, datetime.datetime(2026, 11, 1))
+    why = importers.SafeExchangeCollect._backdated(
+        collect, str(tmp_path), datetime.datetime(2026, 11, 1)
+    )
     assert (
         why == f"it holds more than {importers.MAX_DATED_ENTRIES} files, too many to check its date"
     )
