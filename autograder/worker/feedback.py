@@ -251,10 +251,25 @@ MARKDOWN_TAGS = sorted(
         "summary",
     }
 )
+HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def markdown_class_or_id(tag: str, name: str, value: str) -> bool:
+    """The classes and ids markdown itself writes, and no other: a heading's id (its
+    anchor), a heading's ``anchor-link``, a code block's ``language-*``. The page inlines
+    Bootstrap, so a student's ``class="navbar-fixed-top"`` drew a bar over the real score
+    with one of their own (an outside attack), and an ``id`` could stand for the page's."""
+    if name == "id":
+        return tag in HEADINGS
+    if name == "class":
+        return all(c == "anchor-link" or c.startswith("language-") for c in value.split())
+    return False
+
+
 MARKDOWN_ATTRIBUTES = {
     **bleach.ALLOWED_ATTRIBUTES,
-    "*": ["class", "id"],
-    "a": ["href", "title", "class"],
+    "*": markdown_class_or_id,
+    "a": ["href", "title"],
     "th": ["align"],
     "td": ["align"],
 }

@@ -142,6 +142,12 @@ def test_big_markup_is_cleaned_but_not_remembered():
     assert big not in _CLEANED.entries
 
 
+FAKE_BAR = (
+    '<div class="navbar navbar-default navbar-fixed-top" id="toc"><span class="label '
+    'label-success" id="score">Score: 30.0 / 30.0, fake bar in {where}</span></div>'
+)
+
+
 def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
     """nbgrader's feedback page through the course's config (``configure_feedback``): an
     instructor's markdown heading, paragraph, <sup> and code are real elements, while a
@@ -169,6 +175,16 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
                 '<img src=x onerror="steal()"><iframe src="javascript:steal()">'
                 "</iframe>"
             ),
+            # The page's own classes and ids, to draw a "staff" bar over the real score.
+            nbformat.v4.new_markdown_cell(FAKE_BAR.format(where="markdown")),
+            nbformat.v4.new_code_cell(
+                "display(HTML(bar))",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "display_data", data={"text/html": FAKE_BAR.format(where="output")}
+                    )
+                ],
+            ),
         ]
     )
     nb, resources = RememberedSanitizeHTML(config=config).preprocess(nb, {})
@@ -193,3 +209,14 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
     assert "alert" in body.get_text()  # escaped, shown as the text the student wrote
     assert not body.find_all(attrs={"onclick": True}) and not body.find_all(["img", "iframe"])
     assert not [a for a in body.find_all("a") if "javascript" in (a.get("href") or "")]
+    # A student's markup keeps no class or id: the inlined Bootstrap styles nothing of theirs
+    # (an outside attack's fixed bar read "Score: 30.0 / 30.0" over the real 28).
+    for where in ("markdown", "output"):
+        fake = body.find(string=lambda t, w=where: t and f"fake bar in {w}" in t)
+        assert fake is not None, where
+        span, div = fake.parent, fake.parent.parent  # the student's own two elements
+        assert (span.name, div.name) == ("span", "div"), where
+        for element in (span, div):
+            assert not element.get("class") and not element.get("id"), (where, element.name)
+    # Markdown's own anchors stay: the heading's id and its anchor link.
+    assert heading.find("a", class_="anchor-link") is not None
