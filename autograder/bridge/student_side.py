@@ -81,16 +81,25 @@ def call(namespace: dict, request: dict) -> dict:
 
 
 def _after(args: list, kwargs: dict) -> dict:
-    """The state of each argument a call can change in place (None for the others)."""
-    values = args + list(kwargs.values())
+    """The state of each argument a call can change in place (None for the others). One
+    that cannot be sent is said to be so, on its own: a "None" would read as "nothing to
+    send", and the others' states still come back."""
+    values = [v if plaindata.mutable(v) else None for v in args + list(kwargs.values())]
     try:
-        after = plaindata.encode_values([v if plaindata.mutable(v) else None for v in values])
+        after = plaindata.encode_values(values)
     except plaindata.Unencodable:
-        after = [None] * len(values)
+        after = [_one_after(v) for v in values]
     return {
         "args": after[: len(args)],
         "kwargs": [[k, a] for k, a in zip(kwargs, after[len(args) :])],
     }
+
+
+def _one_after(value) -> object:
+    try:
+        return plaindata.encode_values([value])[0]
+    except plaindata.Unencodable as exc:
+        return {"$": protocol.UNREADABLE, "message": protocol.message_text(exc)}
 
 
 def pinning_copies_without_a_gpu():

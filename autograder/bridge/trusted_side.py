@@ -145,8 +145,19 @@ class StudentFunction:
         without a state sent back is ``value`` itself."""
         for argument, after in self._after:
             if argument is value:
-                if after is None or plaindata.in_place(value) or not plaindata.mutable(value):
+                if plaindata.in_place(value) or not plaindata.mutable(value):
                     return value
+                # Never the test's own object in place of a state that did not come back:
+                # an argument changed into what cannot be sent would pass as unchanged.
+                if type(after) is dict and after.get("$") == protocol.UNREADABLE:
+                    raise StudentAnswerError(
+                        f"{self.name}(...) changed its argument into something that cannot "
+                        f"be checked ({protocol.message_text(after.get('message', ''))})"
+                    )
+                if after is None:
+                    raise StudentAnswerError(
+                        f"{self.name}(...) did not send back what its argument became"
+                    )
                 try:
                     return plaindata.decode(after)
                 except Exception as exc:  # noqa: BLE001 - the student's data

@@ -312,3 +312,36 @@ def test_a_test_can_see_what_a_function_did_to_its_argument(student):
     assert became.dtype == torch.float32 and became is not batch and batch.dtype == torch.float64
     tests["leaves"](batch)
     assert tests["leaves"].became(batch).dtype == torch.float64
+
+
+def test_an_argument_changed_into_what_cannot_be_sent_is_never_taken_as_unchanged(student):
+    """A function that changes its argument into a dtype the bridge cannot send: the test
+    is told so (an outside attack passed "the batch you were given is unchanged" with a
+    batch destroyed as float8, since no state came back for any argument), and the other
+    arguments' states still come back."""
+    exec(
+        "import torch\ndef destroys(batch, other):\n"
+        "    batch.data = torch.zeros(batch.shape, dtype=torch.float8_e4m3fn)\n"
+        "    other.data = other.data * 2\n"
+        "    return 1",
+        student,
+    )
+    tests = bound(["destroys"])
+    batch, other = torch.ones(3), torch.ones(2)
+    assert tests["destroys"](batch, other) == 1
+    with pytest.raises(trusted_side.StudentAnswerError, match="cannot be checked"):
+        tests["destroys"].became(batch)
+    assert tests["destroys"].became(other).tolist() == [2.0, 2.0]
+    assert batch.tolist() == [1.0, 1.0, 1.0]  # the test's own object, as the test made it
+
+
+@pytest.mark.parametrize("args", [[], None, "x"])
+def test_an_argument_whose_state_did_not_come_back_is_never_taken_as_unchanged(monkeypatch, args):
+    """A reply that leaves out what a mutable argument became: the test withholds, never
+    compares its own untouched object."""
+    monkeypatch.setattr(trusted_side, "ask", lambda prompt: {"ok": 1, "args": args, "kwargs": []})
+    f = trusted_side.StudentFunction("f")
+    batch = torch.ones(2)
+    assert f(batch) == 1
+    with pytest.raises(trusted_side.StudentAnswerError, match="did not send back"):
+        f.became(batch)
