@@ -477,8 +477,10 @@ class EntryNames:
         if self.plugin is not None:
             info = _parse_entry(self.plugin, base)
         else:
+            # Blackboard's download is flat: a folder part is no name it wrote, and would
+            # let "x/<prefix>_vic1_attempt_<later>_..." stand for vic1's latest attempt.
             match = ATTEMPT.search(base)
-            if not match or not base.startswith(self.prefix):
+            if name != base or not match or not base.startswith(self.prefix):
                 return None
             info = {
                 "student_id": base[len(self.prefix) : match.start()],
@@ -486,8 +488,8 @@ class EntryNames:
                 "head": base[: match.start()],
             }
         if info is not None:
-            info = {
-                "head": base.split("_attempt_")[0],
+            info = {  # the whole name up to the date, folders too: what the LMS wrote
+                "head": name.split("_attempt_")[0],
                 **info,
                 "file_id": self._renamed(info.get("file_id") or ""),
             }

@@ -598,6 +598,31 @@ def test_two_lms_names_read_as_one_id_are_refused_never_merged(course, tmp_path)
     assert "gpu_tensors_a_smith" in message and "gpu_tensors_b_smith" in message
 
 
+def test_an_lms_entry_in_a_folder_never_stands_for_a_students_attempt(course, tmp_path):
+    """Blackboard's download is flat: "x/<prefix>_vic1_attempt_<later>_..." (a name an upload
+    could carry) is refused, and vic1's own attempt is the one taken (an outside attack made
+    its empty notebook vic1's latest: 30 became 0). With a course's own pattern, the folder
+    is part of what the LMS wrote, so the two names are two students, never merged."""
+    entries = [
+        ("gpu_tensors_vic1_attempt_2024-03-01-10-00-00_gpu_tensors.ipynb", NB),
+        ("x/gpu_tensors_vic1_attempt_2024-03-02-10-00-00_gpu_tensors.ipynb", BLANK),
+    ]
+    download = make_zip(tmp_path / "d.zip", entries)
+    problems = importers.import_zip(course, "gpu_tensors", download)
+    assert (course / "submitted" / "vic1" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
+    assert [(s, f) for s, f, _ in problems] == [("", "no notebook")]
+    config = course / "nbgrader_config.py"
+    config.write_text(
+        config.read_text()
+        + "\nc.FileNameCollectorPlugin.named_regexp = "
+        + repr(OLD_BLACKBOARD_REGEXP)
+        + "\n"
+    )
+    problems = importers.import_zip(course, "gpu_tensors", download)
+    assert [(s, f) for s, f, _ in problems] == [("vic1", "needs review")]
+    assert not (course / "submitted" / "vic1" / "gpu_tensors").exists()  # for the instructor
+
+
 def test_an_lms_prefix_other_than_the_assignment_id_is_configured(course, tmp_path):
     entries = [("Homework 1_stu_ada_attempt_2024-03-01_gpu_tensors.ipynb", NB)]
     download = make_zip(tmp_path / "d.zip", entries)
