@@ -423,6 +423,19 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "crossed from the CPU for a batch of",
     ),
+    "uint8_batch_copied_twice": Mistake(
+        "to_device_uint8 copies the uint8 batch to the device twice (twice the bytes on the link)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "images.to(device)",
+                "x = images.to(device)",
+                *MEAN_STD,
+                "return (x.float() / 255 - mean) / std",
+            )
+        },
+        ("test_q5_devices",),
+        "crossed from the CPU for a batch of",
+    ),
     "float32_by_new_tensor_beside_a_decoy": Mistake(
         "to_device_uint8 copies a uint8 batch it throws away and makes the float32 batch on the "
         "device with images.new_tensor(list, device=...) (an outside attack)",
@@ -502,6 +515,23 @@ FULL_MARKS["copies_image_by_image"] = {
         *MEAN_STD,
         "x = torch.stack([image.to(device) for image in images])",
         "return (x.float() / 255 - mean) / std",
+    ),
+}
+
+FULL_MARKS["copies_image_by_image_with_float64_stats"] = {
+    # Mean and std made again for each image, from NumPy's float64: wasteful, but only a
+    # few numbers a channel cross in a wider dtype; the images cross as uint8 (an outside
+    # attack's right answer lost 2 points).
+    **SOLUTIONS,
+    "q5_to_device_uint8": "import numpy as np\n\n\n"
+    + _to_device(
+        "out = []",
+        "for image in images:",
+        "    image = image.to(device)",
+        "    m = torch.as_tensor(np.asarray(mean), device=device).view(-1, 1, 1)",
+        "    s = torch.as_tensor(np.asarray(std), device=device).view(-1, 1, 1)",
+        "    out.append(((image.float() / 255 - m) / s).float())",
+        "return torch.stack(out)",
     ),
 }
 
