@@ -159,7 +159,9 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
     # named for its unit (units' "Question 2"s differ) and says it is before the penalty,
     # as nbgrader's raw_score is.
     per_student = {a: gradebook_scores(course_root, a) for a in assignments}
-    columns = {a: {question_column(a, q): q for q in questions(course_root, a)} for a in assignments}
+    columns = {
+        a: {question_column(a, q): q for q in questions(course_root, a)} for a in assignments
+    }
     names = [name for a in assignments for name in columns[a]]
     with open(dest, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
