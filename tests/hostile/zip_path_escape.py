@@ -14,6 +14,7 @@ def place(inbox):
     inbox.zip(f"gpu_tensors_{STUDENT_ID}_attempt_2024-03-01_gpu_tensors.ipynb", bad)
 
 
-# The escaping entries are refused one by one, each as a problem of the student its name
-# gives; the import goes on with the rest.
-EXPECTED = {STUDENT_ID: (TOTAL, "graded"), "escaper": (None, "invalid notebook")}
+# The escaping entries are refused one by one, as problems of the download, never of the
+# student their names give (a name with a folder part is not one the LMS wrote, and may
+# name someone else); the import goes on with the rest.
+EXPECTED = {STUDENT_ID: (TOTAL, "graded")}
