@@ -9,6 +9,10 @@
    same loop inside the widget as the widget measures it, and of the widget's whole run,
    redraws and pauses included; the time to redraw the curve and the status; and what
    reading the loss every step costs here against every 100 steps.
+4. The pipeline timeline (gpu_data_loading): a setting change to its redraw, and its frames
+   per second while it plays.
+5. The trace timeline (gpu_profiling): a press of Next event to the redrawn timeline, on a
+   trace of the profiling lesson's slow loop recorded in the kernel.
 
 Run: .venv/bin/python benchmarks/bench_lesson.py [--runs N] [--unit UNIT ...]
 """
@@ -122,6 +126,41 @@ print(json.dumps({"change_median_ms": changes[100], "change_p95_ms": changes[190
 ]
 
 
+TRACE_CELLS = [
+    """
+import json, time
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from gpucourse.slow_images import SlowImages, small_network
+from gpucourse.timeline_widget import TimelineWidget
+from gpucourse.trace_timeline import events_from_profiler, quiet_native_logs
+from torch.utils.data import DataLoader
+model = small_network()
+batches = iter(DataLoader(SlowImages(), batch_size=32))
+with quiet_native_logs(), profile(
+    activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3, repeat=1)
+) as prof:
+    for _ in range(5):
+        with record_function("load"):
+            images, labels = next(batches)
+        with record_function("forward"):
+            loss = torch.nn.functional.cross_entropy(model(images.float()), labels)
+        prof.step()
+events = events_from_profiler(prof)
+timeline = TimelineWidget(events)
+clicks = []
+for i in range(200):
+    start = time.perf_counter()
+    (timeline.next if i % 40 < 20 else timeline.previous).click()
+    assert timeline.status_text.startswith("Event ")
+    clicks.append((time.perf_counter() - start) * 1e3)
+clicks.sort()
+print(json.dumps({"click_median_ms": clicks[100], "click_p95_ms": clicks[190],
+                  "events": len(timeline.walk())}))
+""",
+]
+
+
 def run(nb, timeout=120):
     start = time.perf_counter()
     nbclient.NotebookClient(
@@ -222,6 +261,15 @@ def main():
         print(
             f"{'timeline: frames per second while playing':<52}{p['play_fps']:>10.1f} fps"
             f"{p['aim_fps']:>8.0f} fps{p['play_fps'] / p['aim_fps']:>8.2f}"
+        )
+    if "gpu_profiling" in args.unit:
+        t = widget_figures(TRACE_CELLS)
+        print(
+            f"{'trace timeline: Next event -> redrawn, median':<52}{t['click_median_ms']:>11.2f} ms"
+            f"   ({t['events']} events in a step of the slow loop)"
+        )
+        print(
+            f"{'trace timeline: Next event -> redrawn, 95th pct':<52}{t['click_p95_ms']:>11.2f} ms"
         )
     print(f"({os.cpu_count()} CPUs)")
 

@@ -12,8 +12,10 @@ live, as a widget), ``widget_access`` (accessible names for sliders), ``host_rea
 gradients and optimizer state take), ``checkpoints`` (state dicts in memory, and one
 as a GPU saves it), ``image_batches`` (synthetic image batches made on the CPU, and what
 each stage of feeding them to a device costs here), ``input_pipeline`` (the input
-pipeline of load, copy and compute as arithmetic) and ``pipeline_widget`` (its timeline
-as a widget). Importing the package imports none of them, so it stays light.
+pipeline of load, copy and compute as arithmetic), ``pipeline_widget`` (its timeline
+as a widget), ``trace_timeline`` (a profiler trace as lanes, steps, busy time and gaps),
+``timeline_widget`` (that trace as a widget) and ``slow_images`` (a data set slow to load on
+purpose, for the profiling lesson). Importing the package imports none of them, so it stays light.
 """
 
 __version__ = "0.1.0"

@@ -392,3 +392,144 @@ def pipeline_fallback_html(pipelines, best) -> str:
         + pipeline_timeline_svg(best)
         + "</details></div>"
     )
+
+
+# -- a profiler trace's timeline ------------------------------------------------------------
+RANGE_FILLS = ("#e6e6e6", "#c4c4c4", "#a8a8a8", "#a8a8a8")
+
+
+def _lane_fill(lane: str) -> str:
+    return GPU_COLOUR if lane.startswith("GPU") else CPU_COLOUR
+
+
+def _depths(events) -> dict:
+    """Each event's nesting depth on its lane: 0 for an outermost one."""
+    depth, open_ends = {}, {}
+    for event in sorted(events, key=lambda e: (e.start_us, -e.dur_us)):
+        stack = open_ends.setdefault((event.lane, event.cat in {"user_annotation"}), [])
+        while stack and stack[-1] <= event.start_us:
+            stack.pop()
+        depth[event] = len(stack)
+        stack.append(event.end_us)
+    return depth
+
+
+def trace_timeline_svg(events, start_us: float, end_us: float, current=None, lanes=None) -> str:
+    """The trace's lanes between ``start_us`` and ``end_us``: for each lane its
+    ``record_function`` ranges (grey, when it has any) above its work (orange on a CPU
+    thread, blue on a GPU stream; nested CPU operators drawn inset, deeper ones lower).
+    ``current`` is outlined in black. Every row is named in words."""
+    from .trace_timeline import RANGES, WORK
+    from .trace_timeline import lanes as lanes_of
+
+    names = lanes or lanes_of([e for e in events if e.cat in WORK | RANGES])
+    rows = []
+    for lane in names:
+        if any(e.lane == lane and e.cat in RANGES for e in events):
+            rows.append((lane, "ranges", f"{lane}: ranges"))
+        rows.append((lane, "work", lane))
+    left, right, top, row_h = 170, 700, 10, 30
+    width, height = 720, top + row_h * len(rows) + 36
+    span = max(end_us - start_us, 1e-9)
+
+    def x(us):
+        return left + (min(max(us, start_us), end_us) - start_us) / span * (right - left)
+
+    shown = [e for e in events if e.end_us > start_us and e.start_us < end_us]
+    depth = _depths([e for e in shown if e.cat in WORK | RANGES])
+    where = f" The outlined event: {escape(current.name)}." if current is not None else ""
+    summary = (
+        f"Timeline of {len(names)} lane{'s' * (len(names) != 1)} from "
+        f"{start_us / 1e3:.3f} ms to {end_us / 1e3:.3f} ms: {', '.join(names)}.{where}"
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(summary)}" '
+        'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+    for i, (_lane, _kind, label) in enumerate(rows):
+        y = top + i * row_h
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 19}" text-anchor="end" fill="{INK}">{escape(label)}</text>'
+            f'<rect x="{left}" y="{y + 3}" width="{right - left}" height="{row_h - 6}" '
+            'fill="#f4f4f4"/>'
+        )
+    row_of = {(lane, kind): i for i, (lane, kind, _label) in enumerate(rows)}
+    outline, labels = "", []  # labels go on top of every bar, the outline on top of all
+    for event in sorted(shown, key=lambda e: depth.get(e, 0)):
+        kind = "ranges" if event.cat in RANGES else "work" if event.cat in WORK else None
+        if kind is None or (event.lane, kind) not in row_of:
+            continue
+        x0, x1 = x(event.start_us), x(event.end_us)
+        if depth.get(event, 0) > 0 and x1 - x0 < 1 and event != current:
+            continue  # under a pixel, inside a drawn parent: nothing to see, only bytes to send
+        inset = min(depth.get(event, 0), 3) * 4
+        y = top + row_of[(event.lane, kind)] * row_h + 3 + inset
+        h = row_h - 6 - inset
+        level = min(depth.get(event, 0), 3)
+        fill = RANGE_FILLS[level] if kind == "ranges" else _lane_fill(event.lane)
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0.5):.1f}" height="{h}" '
+            f'fill="{fill}" stroke="#ffffff" stroke-width="0.5"><title>'
+            f"{escape(event.name)}</title></rect>"
+        )
+        labelled = level == 1 if kind == "ranges" else level == 0
+        if x1 - x0 >= 40 and labelled:
+            fits = int((x1 - x0 - 6) / 6.5)
+            label = event.name if len(event.name) <= fits else event.name[: fits - 1] + "…"
+            ink = "#ffffff" if fill == GPU_COLOUR else INK
+            labels.append(
+                f'<text x="{x0 + 3:.1f}" y="{y + h / 2 + 4:.1f}" fill="{ink}" '
+                f'font-size="11">{escape(label)}</text>'
+            )
+        if event == current:
+            outline = (
+                f'<rect x="{x0 - 1:.1f}" y="{y - 1}" width="{max(x1 - x0, 0.5) + 2:.1f}" '
+                f'height="{h + 2}" fill="none" stroke="{INK}" stroke-width="2.5"/>'
+            )
+    parts += labels
+    parts.append(outline)
+    axis = top + row_h * len(rows) + 4
+    parts.append(f'<line x1="{left}" y1="{axis}" x2="{right}" y2="{axis}" stroke="{INK}"/>')
+    parts.append(
+        f'<text x="{left}" y="{axis + 14}" text-anchor="start">{start_us / 1e3:.3f}</text>'
+        f'<text x="{right}" y="{axis + 14}" text-anchor="end">{end_us / 1e3:.3f}</text>'
+        f'<text x="{(left + right) / 2}" y="{axis + 28}" text-anchor="middle">ms from the '
+        "first event of the trace</text></svg>"
+    )
+    return "".join(parts)
+
+
+def lane_summary_html(summaries) -> str:
+    """One row per lane: busy time, busy share and the longest idle gap, in ms."""
+    rows = "".join(
+        f"<tr><td>{escape(s.lane)}</td><td>{s.busy_us / 1e3:.3g} ms of {s.window_us / 1e3:.3g} ms"
+        f"</td><td>{s.share:.0%}</td><td>{s.gap_us / 1e3:.3g} ms, from {s.gap_start_us / 1e3:.3f}"
+        f" to {s.gap_end_us / 1e3:.3f} ms</td></tr>"
+        for s in summaries
+    )
+    return (
+        '<table class="trace-summary"><thead><tr><th>lane</th><th>busy</th><th>busy share</th>'
+        f"<th>longest idle gap</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def trace_fallback_html() -> str:
+    """What a reader sees where the live timeline cannot run (GitHub, nbviewer): what it
+    draws and its controls, and the question. It shows no trace: a saved notebook's trace
+    would be one machine's, and the lesson records yours."""
+    return (
+        '<div class="trace-fallback">'
+        "<p><b>Your trace, as a timeline.</b> In a running notebook (run this one, or open it "
+        "in Colab or Binder) this draws the trace the cells above recorded on your machine: one "
+        "lane per CPU thread, and on a GPU one lane per CUDA stream, each named in words, with "
+        "the <code>record_function</code> ranges (load, normalize, copy, forward, backward, "
+        "optimizer, read loss) above the operators they hold. Controls: <i>Step</i> (one "
+        "recorded step, or all of them), <i>Lane</i> (the lane to step through), <i>Zoom</i>, "
+        "and the buttons <b>Previous event</b>, <b>Next event</b> and <b>Longest gap</b>, each "
+        "reachable with Tab. A live line names the chosen event in words; a table gives each "
+        "lane's busy time, its busy share of the step and its longest idle gap.</p>"
+        "<p>Predict before you look: in one step of the slow loop, which range takes the "
+        "longest, and is the CPU thread ever idle for long?</p></div>"
+    )

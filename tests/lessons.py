@@ -46,6 +46,15 @@ print(timeline.status_text)
 timeline.mode.value = "assumed"
 print(timeline.status_text)
 """,
+    # The lesson's timeline walks the slow loop's own trace, recorded in the lesson's kernel.
+    "gpu_profiling": """
+timeline.next.click()
+print(timeline.status_text)
+timeline.gap.click()
+print(timeline.status_text)
+for summary in timeline.summaries():
+    print(summary.line())
+""",
 }
 
 
@@ -148,6 +157,21 @@ def deliberate_outputs(unit: str) -> dict[str, list[dict]]:
         bundle = PipelineWidget()._repr_mimebundle_()
         return {
             "pipelinewidget": [
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {key: bundle[key] for key in ("text/html", "text/plain")},
+                }
+            ]
+        }
+    if unit == "gpu_profiling":
+        from gpucourse.timeline_widget import TimelineWidget
+        from gpucourse.trace_timeline import Event
+
+        bundle = TimelineWidget([Event("CPU thread 1", "aten::mm", 0.0, 1.0, "cpu_op")])
+        bundle = bundle._repr_mimebundle_()
+        return {
+            "timelinewidget": [
                 {
                     "output_type": "display_data",
                     "metadata": {},

@@ -131,8 +131,16 @@ def test_lesson_html_shows_the_race_rules_and_folds_its_answer():
 # gpu_training: where the model and the batch are, the `is` tests, the device and dtype
 # errors, which lines read on the host, what a read costs, the memory, the checkpoint, and the
 # Check yourself answers. gpu_data_loading: the steady states and bottlenecks, pinning without a
-# GPU, the sizes of a batch, the normalization's result.
+# GPU, the sizes of a batch, the normalization's result. gpu_profiling: the first steps'
+# times, the steps a schedule records, the tables, the memory, a lane's busy share, the slow
+# loop's ranges.
 PREDICTION_ANSWERS = (
+    "ms a step",
+    "steps recorded",
+    "Self CPU time total",
+    "66.50 KB",
+    "ms of ",
+    "(measured)",
     "torch.float64 torch.float32",
     "5.0 0.0",
     "RuntimeError",
@@ -255,3 +263,16 @@ def test_data_loading_lesson_html_shows_the_timelines_controls_and_folds_its_ans
     rows = _rows(folded)
     assert ("0 workers, pageable, float32 (the defaults)", "46.3 ms", "load", "17%") in rows
     assert ("3 workers, pinned, side stream, uint8", "8 ms", "compute", "100%") in rows
+
+
+def test_profiling_lesson_html_shows_the_timelines_controls_and_no_trace():
+    """The saved lesson shows what the timeline draws and its controls, and no trace: a
+    saved trace would be one machine's, and the lesson records the reader's own."""
+    html = render("notebooks/gpu_profiling.ipynb")
+    (fallback,) = re.findall(r'<div class="trace-fallback">.*?</div>', html, flags=re.S)
+    shown = unescape(fallback)
+    for control in ("Step", "Lane", "Zoom", "Previous event", "Next event", "Longest gap"):
+        assert control in shown, control
+    assert "Predict before you look" in shown and "reachable with Tab" in shown
+    assert " ms" not in shown and "%" not in shown and "<svg" not in fallback
+    assert html.count("<svg") == 0, "the lesson saves no figure of a trace"
