@@ -125,6 +125,9 @@ class Budget:
             )
 
 
+MAX_INT_BITS = 1_300  # 392 digits: within the 400 a decode reads, and str()'s own limit
+
+
 def encode(value, ref=None, _depth=0):
     """Plain data for ``value``. ``ref(value)``, when given, is asked first: data it
     returns (a reference) stands for the object."""
@@ -138,7 +141,11 @@ def encode(value, ref=None, _depth=0):
         if named is not None:
             return named
     if kind is int:
-        return value if abs(value) < 2**53 else {"$": "int", "v": str(value)}
+        if abs(value) < 2**53:
+            return value
+        if value.bit_length() > MAX_INT_BITS:  # str() itself refuses past 4,300 digits
+            raise Unencodable(f"an int of {value.bit_length():,} bits")
+        return {"$": "int", "v": str(value)}
     if kind is float:
         return _float(value)
     # Exact types first: the subclass tests below go through the base type's own

@@ -53,8 +53,8 @@ MAX_NODES = 500_000
 
 MISSING = {"$": "missing"}
 FUNCTION = {"$": "function"}
-UNREADABLE = "unreadable"  # {"$": UNREADABLE, "message": ...}: an argument's state after a
-# call, where it could not be sent (an "unchanged" test must not take it as unchanged)
+UNREADABLE = "unreadable"  # {"$": UNREADABLE, "why": ...}: an answer, or an argument's state
+# after a call, that could not be sent (an "unchanged" test must not take it as unchanged)
 
 
 def dumps(message: dict) -> str:

@@ -42,11 +42,11 @@ def describe(namespace: dict, names: list[str]) -> dict:
         value = namespace[name]
         try:
             values.append([name, plaindata.encode(value)])
-        except plaindata.Unencodable as exc:
+        except Exception as exc:  # noqa: BLE001 - one answer that cannot be sent hides no other
             if builtins.callable(value):
                 values.append([name, protocol.FUNCTION])
             else:
-                values.append([name, {"$": "unreadable", "why": protocol.message_text(exc)}])
+                values.append([name, {"$": protocol.UNREADABLE, "why": protocol.message_text(exc)}])
     return {"values": values}
 
 
@@ -99,7 +99,7 @@ def _one_after(value) -> object:
     try:
         return plaindata.encode_values([value])[0]
     except plaindata.Unencodable as exc:
-        return {"$": protocol.UNREADABLE, "message": protocol.message_text(exc)}
+        return {"$": protocol.UNREADABLE, "why": protocol.message_text(exc)}
 
 
 def pinning_copies_without_a_gpu():

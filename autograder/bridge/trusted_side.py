@@ -152,7 +152,7 @@ class StudentFunction:
                 if type(after) is dict and after.get("$") == protocol.UNREADABLE:
                     raise StudentAnswerError(
                         f"{self.name}(...) changed its argument into something that cannot "
-                        f"be checked ({protocol.message_text(after.get('message', ''))})"
+                        f"be checked ({protocol.message_text(after.get('why', ''))})"
                     )
                 if after is None:
                     raise StudentAnswerError(
@@ -291,7 +291,7 @@ def bind(namespace: dict, names: list[str]) -> None:
             namespace.pop(name, None)
         elif data == protocol.FUNCTION:
             namespace[name] = StudentFunction(name)
-        elif type(data) is dict and data.get("$") == "unreadable":
+        elif type(data) is dict and data.get("$") == protocol.UNREADABLE:
             namespace[name] = Unreadable(name, protocol.message_text(data.get("why", "")))
         else:
             try:

@@ -345,3 +345,12 @@ def test_an_argument_whose_state_did_not_come_back_is_never_taken_as_unchanged(m
     assert f(batch) == 1
     with pytest.raises(trusted_side.StudentAnswerError, match="did not send back"):
         f.became(batch)
+
+
+def test_an_answer_that_cannot_be_sent_hides_no_other(student):
+    """An int of thousands of digits (past what str() will write) is that answer's problem:
+    the other answers still arrive (one such answer made every answer "not defined yet")."""
+    exec("big = 10 ** 5000\nsmall = 3\ndef f(x):\n    return x + 1", student)
+    tests = bound(["big", "small", "f"])
+    assert tests["small"] == 3 and tests["f"](1) == 2
+    assert isinstance(tests["big"], trusted_side.Unreadable)
