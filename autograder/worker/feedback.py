@@ -23,6 +23,7 @@ nested under ``GenerateFeedback`` so nbgrader's other pages keep their own templ
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import bleach
@@ -252,6 +253,12 @@ MARKDOWN_TAGS = sorted(
     }
 )
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+# The feedback page's own anchors: "#top", its table of contents, each graded cell's grade
+# id (snake case) and "comment-<grade id>". A student's "### test_q5_warmup" took the
+# contents' link to that test (an outside attack); markdown's own heading ids have capitals
+# or hyphens ("Question-2:-moving-tensors").
+PAGE_IDS = frozenset({"top", "toc", "notebook", "notebook-container"})
+GRADE_ID_SHAPE = re.compile(r"[a-z0-9_]+")
 
 
 def markdown_class_or_id(tag: str, name: str, value: str) -> bool:
@@ -259,8 +266,10 @@ def markdown_class_or_id(tag: str, name: str, value: str) -> bool:
     anchor), a heading's ``anchor-link``, a code block's ``language-*``. The page inlines
     Bootstrap, so a student's ``class="navbar-fixed-top"`` drew a bar over the real score
     with one of their own (an outside attack), and an ``id`` could stand for the page's."""
-    if name == "id":
-        return tag in HEADINGS
+    if name == "id":  # never one of the page's own anchors: its "(Top)" and test links
+        return tag in HEADINGS and not (
+            value in PAGE_IDS or value.startswith("comment-") or GRADE_ID_SHAPE.fullmatch(value)
+        )
     if name == "class":
         return all(c == "anchor-link" or c.startswith("language-") for c in value.split())
     return False

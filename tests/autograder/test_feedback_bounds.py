@@ -177,6 +177,8 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
             ),
             # The page's own classes and ids, to draw a "staff" bar over the real score.
             nbformat.v4.new_markdown_cell(FAKE_BAR.format(where="markdown")),
+            # Headings named as the page's own anchors: a test cell's grade id, and "top".
+            nbformat.v4.new_markdown_cell("### test_q2_mb\n\n### top\n\n### comment-q1"),
             nbformat.v4.new_code_cell(
                 "display(HTML(bar))",
                 outputs=[
@@ -218,5 +220,8 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
         assert (span.name, div.name) == ("span", "div"), where
         for element in (span, div):
             assert not element.get("class") and not element.get("id"), (where, element.name)
+    # No heading of the student's takes an anchor of the page: its tests' links, "(Top)".
+    for taken in ("test_q2_mb", "top", "comment-q1"):
+        assert body.find(id=taken) is None, taken
     # Markdown's own anchors stay: the heading's id and its anchor link.
     assert heading.find("a", class_="anchor-link") is not None
