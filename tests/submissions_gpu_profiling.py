@@ -71,10 +71,12 @@ def _q2(guard=GUARD, clipped=CLIPPED, merge=MERGE, percent=PERCENT) -> str:
     return _busy(guard, clipped, *merge, percent)
 
 
-# host_waits, written plainly: the device-to-host copies' correlations, then the calls.
+# host_waits, written plainly: the correlations of the copies into pageable host memory,
+# then the calls.
+PAGEABLE = "'Memcpy DtoH (Device -> Pageable)'"
 TO_HOST = (
     "to_host = {e['args']['correlation'] for e in events if e.get('cat') == 'gpu_memcpy'",
-    "           and e.get('name', '').startswith('Memcpy DtoH')}",
+    f"           and e.get('name') == {PAGEABLE}}}",
 )
 SYNCS = "syncs = ('cudaStreamSynchronize', 'cudaDeviceSynchronize')"
 COPIES = "copies = ('cudaMemcpy', 'cudaMemcpyAsync')"
@@ -197,6 +199,20 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q3_steps",),
         "repeat=1 runs the cycle once",
     ),
+    "counts_copies_into_pinned_memory": Mistake(
+        "host_waits keeps every device-to-host copy, into pinned memory too (those return at once; "
+        "the wait, if any, is in the cudaStreamSynchronize after them)",
+        {
+            "q4_host_waits": _q4(
+                to_host=(
+                    "to_host = {e['args']['correlation'] for e in events if e.get('cat') == 'gpu_memcpy'",
+                    "           and e.get('name', '').startswith('Memcpy DtoH')}",
+                )
+            )
+        },
+        ("test_q4_copies",),
+        "counted a copy into pinned memory",
+    ),
     "counts_copies_to_the_device": Mistake(
         "host_waits keeps every cudaMemcpy and cudaMemcpyAsync, whatever their direction",
         {
@@ -232,7 +248,7 @@ MISTAKES: dict[str, Mistake] = {
             "q4_host_waits": _q4(
                 to_host=(
                     "to_host = {e['args']['correlation']: e['dur'] for e in events",
-                    "           if e.get('cat') == 'gpu_memcpy' and e['name'].startswith('Memcpy DtoH')}",
+                    f"           if e.get('cat') == 'gpu_memcpy' and e['name'] == {PAGEABLE}}}",
                 ),
                 result=(
                     "return [(e['name'], to_host.get(e['args']['correlation'], e['dur']))"
@@ -252,7 +268,7 @@ MISTAKES: dict[str, Mistake] = {
     "never_steps_the_profiler": Mistake(
         "profile_steps never calls prof.step(): the schedule stays in its warm-up",
         {"q5_profile_steps": _q5(advance=False)},
-        ("test_q5_warmup", "test_q5_devices"),
+        ("test_q5_form", "test_q5_warmup", "test_q5_devices"),
         "call prof.step() at the end of each step",
     ),
     "waits_a_step_too": Mistake(
@@ -269,7 +285,7 @@ MISTAKES: dict[str, Mistake] = {
         "profile_steps leaves the schedule's repeat at 0: the step after the last active one "
         "starts a new cycle, which clears the record",
         {"q5_profile_steps": _q5(plan="plan = schedule(wait=0, warmup=1, active=steps - 1)")},
-        ("test_q5_warmup", "test_q5_devices"),
+        ("test_q5_form", "test_q5_warmup", "test_q5_devices"),
         "give the schedule repeat=1",
     ),
     "hardcodes_cuda": Mistake(
@@ -331,7 +347,7 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "    if name.endswith('Synchronize'):",
             "        return name in ('cudaStreamSynchronize', 'cudaDeviceSynchronize')",
             "    copy = gpu_copies.get(e.get('args', {}).get('correlation'), '')",
-            "    return name in ('cudaMemcpy', 'cudaMemcpyAsync') and copy.startswith('Memcpy DtoH')",
+            f"    return name in ('cudaMemcpy', 'cudaMemcpyAsync') and copy == {PAGEABLE}",
             "runtime = sorted((e for e in events if e.get('cat') == 'cuda_runtime'), key=lambda e: e['ts'])",
             "return [[e['name'], e['dur']] for e in runtime if waits(e)]",
         ),

@@ -77,12 +77,17 @@ def venv_on_path():
 
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    # Without pytest's PYTEST_CURRENT_TEST, as an instructor runs it: under pytest ipykernel
+    # leaves what native code writes to file descriptor 2 uncaptured, and a test cell with
+    # such output (a profiler's log line) scores 0 under nbgrader, on a real kernel only.
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     result = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"],
         cwd=course,
         capture_output=True,
         text=True,
         timeout=900,
+        env=env,
     )
     assert result.returncode == 0, (
         f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
