@@ -125,7 +125,7 @@ class Budget:
             )
 
 
-MAX_INT_BITS = 1_300  # 392 digits: within the 400 a decode reads, and str()'s own limit
+MAX_INT_BITS = 1_328  # at most 400 digits, what a decode reads: far inside str()'s own limit
 
 
 def encode(value, ref=None, _depth=0):
