@@ -5,6 +5,12 @@ source/), one `generate_assignment`, one `autograde` over its submissions and on
 `generate_feedback`: each notebook's kernel imports torch, so a unit's class is graded in
 two batches, side by side. Plain nbgrader runs the tests in the learner's own kernel, so the checks
 alone must hold here (course-grade's two kernels are tested in test_course_grade_units.py).
+
+Every mistake is graded, but not each in a notebook of its own: mistakes that change
+different answer cells and fail different test cells share one submission (`_packs`), and
+that submission must fail exactly the union of their cells, each with its own hint. A
+mistake that reached into another question's cells would fail a cell it does not name, so
+sharing a notebook hides nothing; it halves the notebooks nbgrader runs (101 -> 43).
 """
 
 from __future__ import annotations
@@ -41,6 +47,37 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize(("unit", kind), pairs, ids=[f"{u}-{n}" for u, n in pairs])
 
 
+def _packs(subs) -> dict[str, dict[str, object]]:
+    """student -> the mistakes their one submission makes, first fit in name order: no two
+    in a pack change the same answer cell or name the same failing test cell."""
+    packs: list[dict[str, object]] = []
+    for name, mistake in sorted(subs.MISTAKES.items()):
+        pack = next(
+            (
+                pack
+                for pack in packs
+                if all(
+                    not set(mistake.changes) & set(other.changes)
+                    and not set(mistake.fails) & set(other.fails)
+                    for other in pack.values()
+                )
+            ),
+            None,
+        )
+        if pack is None:
+            packs.append(pack := {})
+        pack[name] = mistake
+    return {f"mistakes_{i}": pack for i, pack in enumerate(packs, 1)}
+
+
+def _pack_of(subs, mistake: str) -> tuple[str, dict[str, object]]:
+    return next((s, p) for s, p in _packs(subs).items() if mistake in p)
+
+
+def _fails(pack: dict) -> set[str]:
+    return {cell for mistake in pack.values() for cell in mistake.fails}
+
+
 def _class_of_submissions(subs) -> dict[str, nbformat.NotebookNode]:
     notebooks = {
         "solution": subs.make_submission(subs.RELEASE, subs.SOLUTIONS),
@@ -49,13 +86,17 @@ def _class_of_submissions(subs) -> dict[str, nbformat.NotebookNode]:
     for group in (subs.FULL_MARKS, subs.ALWAYS_EQUAL):
         for name, answers in group.items():
             notebooks[name] = subs.make_submission(subs.RELEASE, answers)
-    for name, mistake in subs.MISTAKES.items():
-        notebooks[name] = subs.make_submission(subs.RELEASE, mistake.answers)
+    for student, pack in _packs(subs).items():
+        changes = {cell: code for m in pack.values() for cell, code in m.changes.items()}
+        notebooks[student] = subs.make_submission(subs.RELEASE, {**subs.SOLUTIONS, **changes})
+
+    def alone(mistake: str) -> nbformat.NotebookNode:
+        return subs.make_submission(subs.RELEASE, subs.MISTAKES[mistake].answers)
 
     student, mistake, cell = subs.DELETED
-    notebooks[student] = subs.without_cell(notebooks[mistake], cell)
+    notebooks[student] = subs.without_cell(alone(mistake), cell)
     student, mistake, cells = subs.PASSED
-    notebooks[student] = notebooks[mistake]
+    notebooks[student] = alone(mistake)
     for cell in cells:
         notebooks[student] = subs.with_cell_source(notebooks[student], cell, "pass")
     return notebooks
@@ -186,17 +227,20 @@ def _feedback_text(subs, course: Path, student: str) -> str:
     return html.unescape(page.read_text())
 
 
-def _error_texts(subs, course: Path, student: str) -> list[str]:
+def _error_texts(subs, course: Path, student: str) -> dict[str, list[str]]:
+    """test-cell grade_id (or the cell's index) -> the error texts its outputs hold."""
     nb = nbformat.read(
         course / "autograded" / student / subs.ASSIGNMENT / f"{subs.ASSIGNMENT}.ipynb", 4
     )
-    return [
-        "\n".join([output.get("evalue", ""), *output.get("traceback", [])])
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
-        if output.output_type == "error"
-    ]
+    errors: dict[str, list[str]] = {}
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                key = cell.metadata.get("nbgrader", {}).get("grade_id", str(index))
+                errors.setdefault(key, []).append(
+                    "\n".join([output.get("evalue", ""), *output.get("traceback", [])])
+                )
+    return errors
 
 
 # A message may repeat the value the learner typed ("adam_mb = 300.0: ..."), which can
@@ -238,22 +282,35 @@ def test_answers_that_equal_anything_earn_at_most_a_tenth(grades, subs, liar):
 
 
 def test_mistake_scores_its_partial_score(grades, subs, mistake):
-    expected = subs.MISTAKES[mistake]
-    assert _failed_cells(subs, grades[mistake]) == set(expected.fails)
-    assert grades[mistake]["score"] == expected.score < subs.TOTAL
+    """Its pack's submission loses exactly the cells of the pack's mistakes, its own among them."""
+    student, pack = _pack_of(subs, mistake)
+    assert set(subs.MISTAKES[mistake].fails) <= _fails(pack)
+    assert _failed_cells(subs, grades[student]) == _fails(pack)
+    lost = sum(subs.POINTS[cell] for cell in _fails(pack))
+    assert grades[student]["score"] == subs.TOTAL - lost < subs.TOTAL
 
 
 def test_mistake_hint_appears_in_feedback(course, subs, mistake):
-    assert subs.MISTAKES[mistake].hint in _feedback_text(subs, course, mistake)
+    """In the feedback page, and in the message of a cell this mistake fails (not only in
+    another mistake's of its pack)."""
+    student, _ = _pack_of(subs, mistake)
+    expected = subs.MISTAKES[mistake]
+    assert expected.hint in _feedback_text(subs, course, student)
+    errors = _error_texts(subs, course, student)
+    assert any(expected.hint in text for cell in expected.fails for text in errors[cell])
 
 
 def test_failure_messages_never_show_an_answer(course, subs, mistake):
-    errors = _error_texts(subs, course, mistake)
-    assert len(errors) == len(subs.MISTAKES[mistake].fails)
-    for text in errors:
-        assert subs.answer_values_in(ECHO.sub(":", text)) == [], text
-        # The message replaces the traceback, so no test source (and its expected values) shows.
-        assert "Traceback" not in text and "check_close(" not in text, text
+    """One error in each cell the mistake fails, and none in a cell its pack does not fail."""
+    student, pack = _pack_of(subs, mistake)
+    errors = _error_texts(subs, course, student)
+    assert set(errors) == _fails(pack), errors.keys()
+    for cell in subs.MISTAKES[mistake].fails:
+        assert len(errors[cell]) == 1, errors[cell]
+        for text in errors[cell]:
+            assert subs.answer_values_in(ECHO.sub(":", text)) == [], text
+            # The message replaces the traceback, so no test source (and its expected values) shows.
+            assert "Traceback" not in text and "check_close(" not in text, text
 
 
 def test_deleting_a_test_cell_does_not_dodge_it(course, grades, subs):
