@@ -423,6 +423,20 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "crossed from the CPU for a batch of",
     ),
+    "one_channel_as_float32": Mistake(
+        "to_device_uint8 copies the batch as uint8, but one image's first channel, converted on "
+        "the CPU, crosses as float32 too: fewer bytes than mean and std may take (an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "x = images.to(device).float() / 255",
+                "x[0, 0] = (images[0, 0].float() / 255).to(device)",
+                *MEAN_STD,
+                "return (x - mean) / std",
+            )
+        },
+        ("test_q5_devices",),
+        "more than mean and std hold",
+    ),
     "uint8_batch_copied_twice": Mistake(
         "to_device_uint8 copies the uint8 batch to the device twice (twice the bytes on the link)",
         {
