@@ -156,24 +156,27 @@ def _known_ids(course_root: Path) -> set[str]:
 BACKDATE_SLACK = timedelta(minutes=5)  # nbgrader submit dates the folder, then copies into it
 
 
-MAX_DATED_ENTRIES = 10_000  # files a submission folder may hold for its date to be checked
+MAX_DATED_ENTRIES = (
+    10_000  # files a student's submission folders may hold for their dates to be checked
+)
 
 
-def _last_change(path: str) -> float | None:
+def _last_change(path: str, limit: int = MAX_DATED_ENTRIES) -> tuple[float | None, int]:
     """The latest ctime of a folder and of everything in it (links are not followed, and
-    their own ctime counts), or None when it holds more than MAX_DATED_ENTRIES. Iterative:
-    a student's folder may nest deeper than Python recurses."""
+    their own ctime counts), or None when it holds more than ``limit`` entries; and how
+    many entries were read. Iterative: a student's folder may nest deeper than Python
+    recurses."""
     latest, seen, folders = os.lstat(path).st_ctime, 0, [path]
     while folders:
         with os.scandir(folders.pop()) as entries:
             for item in entries:
                 seen += 1
-                if seen > MAX_DATED_ENTRIES:
-                    return None
+                if seen > limit:
+                    return None, seen
                 latest = max(latest, item.stat(follow_symlinks=False).st_ctime)
                 if item.is_dir(follow_symlinks=False):
                     folders.append(item.path)
-    return latest
+    return latest, seen
 
 
 class SafeExchangeCollect(ExchangeCollect):
@@ -199,6 +202,7 @@ class SafeExchangeCollect(ExchangeCollect):
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
         self.problems: list[Problem] = []
+        self.walked: dict[str, int] = {}  # student -> entries of their folders read to date them
         gate = getattr(self, "gate", None) or Gate(Path(self.coursedir.root))
         self.duedate = self._duedate()  # before the records: a backdated one is refused
         records: dict[str, list[dict]] = {}
@@ -247,7 +251,7 @@ class SafeExchangeCollect(ExchangeCollect):
         elif claimed is None:
             why = "its date does not read as one"
         else:
-            why = self._backdated(entry.path, claimed)
+            why = self._backdated(entry.path, claimed, student)
             if why is None:
                 return {"username": student, "filename": entry.name, "timestamp": claimed}
         self.problems.append(
@@ -255,20 +259,27 @@ class SafeExchangeCollect(ExchangeCollect):
         )
         return None
 
-    def _backdated(self, path: str, claimed) -> str | None:
+    def _backdated(self, path: str, claimed, student: str = "") -> str | None:
         """Why a folder's name cannot be its date, or None. A student names the folder but
         cannot set when it, or a file in it, was last changed (its ctime): a name dated
         before the due date on a folder made after it, or whose notebook was rewritten in
         place after it, would escape the late penalty (nbgrader's own collect trusts the
-        name). Only late work is checked; BACKDATE_SLACK covers a slow copy."""
+        name). Only late work is checked; BACKDATE_SLACK covers a slow copy. Each student's
+        folders together are read up to MAX_DATED_ENTRIES entries, so that many large old
+        attempts slow no collect: past that, an attempt is left for review."""
         if self.duedate is None:
             return None
+        walked = self.walked
         try:
-            ctime = _last_change(path)
+            ctime, seen = _last_change(path, MAX_DATED_ENTRIES - walked.get(student, 0))
         except OSError:  # gone, or changed, since the folder was listed
             return "it could not be read when its date was checked"
+        walked[student] = walked.get(student, 0) + seen
         if ctime is None:
-            return f"it holds more than {MAX_DATED_ENTRIES} files, too many to check its date"
+            return (
+                f"it holds more than {MAX_DATED_ENTRIES} files with the student's other "
+                "attempts, too many to check its date"
+            )
         made = datetime.fromtimestamp(ctime, timezone.utc).replace(tzinfo=None)
         if made <= self.duedate or claimed >= made - BACKDATE_SLACK:
             return None

@@ -511,7 +511,7 @@ def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem(tmp
     import datetime
     import types
 
-    collect = types.SimpleNamespace(duedate=datetime.datetime(2026, 12, 1))
+    collect = types.SimpleNamespace(duedate=datetime.datetime(2026, 12, 1), walked={})
     gone = str(tmp_path / "gone")
     why = importers.SafeExchangeCollect._backdated(collect, gone, datetime.datetime(2026, 11, 1))
     assert why == "it could not be read when its date was checked"
@@ -522,18 +522,31 @@ def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem(tmp
         os.mkdir("d")
         os.chdir("d")
     try:
-        assert importers._last_change(str(deep)) >= deep.stat().st_ctime
+        assert importers._last_change(str(deep))[0] >= deep.stat().st_ctime
     finally:  # removed here: pytest's own clean-up recurses, and would fail on it later
         for _ in range(1_100):
             os.chdir("..")
             os.rmdir("d")
-    for i in range(importers.MAX_DATED_ENTRIES + 1):
-        (tmp_path / f"f{i}").touch()
-    why = importers.SafeExchangeCollect._backdated(
-        collect, str(tmp_path), datetime.datetime(2026, 11, 1)
+    # The bound is each student's, over all their attempts: many large old folders slow no
+    # collect. Two attempts of 60% of it each: the first is dated, the second left for review.
+    too_many = (
+        f"it holds more than {importers.MAX_DATED_ENTRIES} files with the student's other "
+        "attempts, too many to check its date"
     )
+    attempts = [tmp_path / "attempt1", tmp_path / "attempt2"]
+    for attempt in attempts:
+        attempt.mkdir()
+        for i in range(importers.MAX_DATED_ENTRIES * 6 // 10):
+            (attempt / f"f{i}").touch()
+    claimed = datetime.datetime(2026, 11, 1)
+    tomorrow = datetime.datetime.now() + datetime.timedelta(days=1)
+    collect = types.SimpleNamespace(duedate=tomorrow, walked={})  # on time: only the bound tells
+    ada = [
+        importers.SafeExchangeCollect._backdated(collect, str(a), claimed, "ada") for a in attempts
+    ]
+    assert ada == [None, too_many]
     assert (
-        why == f"it holds more than {importers.MAX_DATED_ENTRIES} files, too many to check its date"
+        importers.SafeExchangeCollect._backdated(collect, str(attempts[1]), claimed, "bo") is None
     )
 
 
