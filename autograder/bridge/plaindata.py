@@ -742,8 +742,16 @@ def update_in_place(target, data, budget: Budget | None = None) -> None:
             raise ValueError("the model came back as something else")
         changes: list = []
         _plan_update(target, data, "", changes, budget, torch)
-        for apply in changes:
-            apply()
+        kept = _module_state(target)
+        try:
+            for apply in changes:
+                apply()
+        except Exception:
+            # PyTorch refuses some changes only as they are made (a parameter's data
+            # swapped for a tensor of another kind, such as one on meta): what was changed
+            # before that is put back, so a refused reply leaves no half-updated model.
+            _restore_module_state(kept, torch)
+            raise
         return
     if isinstance(target, torch.optim.Optimizer):
         if type(data) is not dict or data.get("$") != "optimizer":
@@ -815,6 +823,32 @@ def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> N
         _plan_update(own_children[name], child, f"{where}{name}.", changes, budget, torch)
     training = bool(data.get("training", True))
     changes.append(lambda: torch.nn.Module.train(m, training) and None)
+
+
+def _module_state(model) -> list:
+    """Everything update_in_place may change in ``model``, to put back."""
+    kept = []
+    for m in model.modules():
+        kept.append((m, "training", m.training))
+        for param in m._parameters.values():
+            if param is not None:
+                kept.append((param, "param", (param.data, param.requires_grad, param.grad)))
+        kept.extend((m, "buffer", (name, b)) for name, b in m._buffers.items())
+    return kept
+
+
+def _restore_module_state(kept: list, torch) -> None:
+    for owner, what, value in kept:
+        if what == "training":
+            owner.training = value
+        elif what == "param":
+            data, requires_grad, grad = value
+            with torch.no_grad():
+                owner.data = data
+            owner.requires_grad_(requires_grad)
+            owner.grad = grad
+        else:
+            owner._buffers[value[0]] = value[1]
 
 
 def _same_form(tensor, like, what: str):

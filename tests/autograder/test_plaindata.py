@@ -398,6 +398,22 @@ def test_a_model_may_change_only_the_values_of_the_members_it_has(change, words)
     assert not list(model.buffers())
 
 
+def test_a_change_pytorch_refuses_halfway_leaves_the_whole_model_as_it_was():
+    """The first layer's weight comes back right, the second's on meta: PyTorch refuses
+    the second only as it is set, after the first was. The first is put back (the tenth
+    outside attack's 26)."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Linear(3, 2))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    first = model[0].weight
+    data = plaindata.encode(model)
+    data["children"][0][1]["params"][0][1]["t"] = plaindata.encode(torch.full((3, 2), 7.0))
+    data["children"][1][1]["params"][0][1]["t"] = plaindata.encode(torch.zeros(2, 3, device="meta"))
+    with pytest.raises(RuntimeError):
+        plaindata.update_in_place(model, json.loads(json.dumps(data)))
+    assert model[0].weight is first and model[0].weight.device.type == "cpu"
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+
+
 @pytest.mark.parametrize(
     "state, words",
     [
