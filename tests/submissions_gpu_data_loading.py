@@ -437,6 +437,22 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "more than mean and std hold",
     ),
+    "normalized_on_the_cpu_beside_a_decoy": Mistake(
+        "to_device_uint8 normalizes on the CPU, copies a uint8 batch it throws away and returns "
+        "a tensor of the right form with no values on any other device (an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                *(line.replace(", device=device", "") for line in MEAN_STD),
+                "result = (images.float() / 255 - mean) / std",
+                'if torch.device(device).type == "cpu":',
+                "    return result",
+                "images.to(device)",
+                "return torch.empty(result.shape, dtype=torch.float32, device=device)",
+            )
+        },
+        ("test_q5_devices",),
+        "was not computed from the uint8 images copied to the device",
+    ),
     "uint8_batch_copied_twice": Mistake(
         "to_device_uint8 copies the uint8 batch to the device twice (twice the bytes on the link)",
         {

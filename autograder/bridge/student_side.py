@@ -60,8 +60,9 @@ def call(namespace: dict, request: dict) -> dict:
     args, kwargs = values[: len(request["args"])], dict(zip(keys, values[len(request["args"]) :]))
     record = [] if request.get("record") is True else None
     try:
-        with _recording(record, args + list(kwargs.values())), pinning_copies_without_a_gpu():
-            result = function(*args, **kwargs)
+        with _recording(record, args + list(kwargs.values())) as recording:
+            with pinning_copies_without_a_gpu():
+                result = function(*args, **kwargs)
     except KeyboardInterrupt:
         return {
             "raised": {
@@ -77,6 +78,8 @@ def call(namespace: dict, request: dict) -> dict:
         data = plaindata.encode(result, ref=lambda v: identities.get(id(v)))
     except plaindata.Unencodable as exc:
         return {"unreadable": protocol.message_text(exc)}
+    if record is not None:
+        record.extend(recording.results(result))  # which copies the result's data came from
     return {"ok": data, **_after(args, kwargs), **({} if record is None else {"record": record})}
 
 
@@ -164,6 +167,12 @@ def copy_record(record: list, arguments=()):
       other thread, a read of a tensor the call made (a logger fed through a queue).
     - Each is recorded before it runs, so a read that fails (any read on ``meta``) is still
       one. One read or copy is one entry, whatever it runs inside.
+    - Where each copy's data goes: every op the call's threads run passes on the copies its
+      tensors' data came from to what it makes or writes, so ``results(value)`` can say,
+      for a tensor the call returned, ``["result", device, device, dtype, dtype, i]`` for
+      each recorded copy ``i`` it came from. ``call`` adds those entries at the end. On
+      ``meta``, where no value can be compared, that tells a result computed on the device
+      from what crossed from one made there with no values at all.
     - Data the host holds is not a read: the call's tensor ``arguments`` on the CPU (each
       given as is, or in a list, tuple or dict: a batch as a loader gives it), and what the
       call's threads compute from them alone on the CPU without moving them (``.to`` with a
@@ -196,6 +205,7 @@ def copy_record(record: list, arguments=()):
     theirs = weakref.WeakSet()  # threads the call's threads started: the call's too
     hosts: dict = {}  # id -> (weak reference, storage address): data the host holds
     written_over: set = set()  # (start, end): memory that other data was written into
+    sources: dict = {}  # id -> (weak reference, indices): the recorded copies a tensor's data came from
 
     def span(t) -> tuple:
         try:
@@ -247,9 +257,27 @@ def copy_record(record: list, arguments=()):
     def inside() -> list:
         return stacks.setdefault(threading.get_ident(), [])
 
-    def note(*entry) -> None:
+    def note(*entry):
+        """Append an entry; its index in the record, or None where it is not recorded."""
         if on[0] and not inside() and len(record) < LIMIT:
             record.append([*entry])
+            return len(record) - 1
+        return None
+
+    def came_from(t) -> frozenset:
+        kept = sources.get(id(t))
+        return kept[1] if kept is not None and kept[0]() is t else frozenset()
+
+    def carry(t, marks) -> None:
+        """``t`` holds data that came from the copies ``marks`` (and what it held before)."""
+        if marks and isinstance(t, torch.Tensor) and len(sources) < 100_000:
+            key, marks = id(t), frozenset(marks) | came_from(t)
+            sources[key] = (
+                weakref.ref(
+                    t, lambda ref, key=key: sources.get(key, (0,))[0] is ref and sources.pop(key)
+                ),
+                marks,
+            )
 
     def name_of(dtype) -> str:
         return str(dtype).removeprefix("torch.")
@@ -330,7 +358,8 @@ def copy_record(record: list, arguments=()):
                 continue
             storages.add(t.untyped_storage()._cdata)
             numel = t.untyped_storage().nbytes() // max(1, t.element_size())
-            note(op, "cpu", t.device.type, name_of(t.dtype), name_of(t.dtype), int(numel))
+            index = note(op, "cpu", t.device.type, name_of(t.dtype), name_of(t.dtype), int(numel))
+            carry(t, () if index is None else (index,))
 
     def nested(name, function, before=None, after=None):
         def wrapper(*args, **kwargs):
@@ -361,7 +390,7 @@ def copy_record(record: list, arguments=()):
             mine = threading.get_ident() in own  # another thread's copies are not the call's
             if mine and isinstance(out, torch.Tensor) and out.device.type != source:
                 kind = data.dtype if isinstance(data, torch.Tensor) else out.dtype
-                note(
+                index = note(
                     name,
                     source,
                     out.device.type,
@@ -369,6 +398,7 @@ def copy_record(record: list, arguments=()):
                     name_of(out.dtype),
                     int(out.numel()),
                 )
+                carry(out, () if index is None else (index,))
             elif mine and isinstance(out, torch.Tensor) and out.device.type == "cpu":
                 # Made on the host from the host's values (a list, a NumPy array, host data):
                 # host data too. A fresh copy of a list overwrites whatever was there before.
@@ -462,6 +492,8 @@ def copy_record(record: list, arguments=()):
             held = held and not any(
                 isinstance(a, (torch.UntypedStorage, torch.TypedStorage)) for a in leaves
             )
+            # What the op makes or writes holds data from the copies its tensors came from.
+            marks = set().union(*(came_from(a) for a in given)) if sources else set()
             if decided_by_values(func, args) and not held:  # .item(), an if: _local_scalar_dense
                 read(given[0] if given else None, packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):
@@ -472,7 +504,7 @@ def copy_record(record: list, arguments=()):
                 else:
                     device, dtype = args[0].device, args[0].dtype
                 if isinstance(source, torch.Tensor) and source.device.type != device.type:
-                    note(
+                    index = note(
                         packet.__name__,
                         source.device.type,
                         device.type,
@@ -480,9 +512,13 @@ def copy_record(record: list, arguments=()):
                         name_of(dtype),
                         int(source.numel()),
                     )
+                    marks.update(() if index is None else (index,))
             out = func(*args, **kwargs)
             if on[0]:
                 remember(out)
+                if marks:
+                    for t in pytree.tree_leaves((out, written(func, args, kwargs))):
+                        carry(t, marks)
                 moved = packet is aten._to_copy and kwargs.get("device") is not None
                 for t in pytree.tree_leaves(out):
                     if isinstance(t, torch.Tensor) and held and not moved:
@@ -496,6 +532,17 @@ def copy_record(record: list, arguments=()):
             return out
 
     class CopyRecord(Dispatch):
+        def results(self, value) -> list:
+            """For a tensor the call returned, one entry ``["result", device, device, dtype,
+            dtype, i]`` for each recorded copy ``i`` its data came from (through any ops)."""
+            if not isinstance(value, torch.Tensor):
+                return []
+            device, dtype = value.device.type, name_of(value.dtype)
+            entries = [
+                ["result", device, device, dtype, dtype, i] for i in sorted(came_from(value))
+            ]
+            return entries[: max(0, LIMIT - len(record))]
+
         def __enter__(self):
             self.saved = [(owner, n, owner.__dict__.get(n)) for owner, n, _ in wrapped]
             for owner, n, wrap in wrapped:

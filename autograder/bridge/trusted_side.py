@@ -192,7 +192,8 @@ class StudentFunction:
 
 def plain_record(data) -> list[list]:
     """A record of copies as sent, checked: at most ``student_side.MAX_RECORD`` entries, each
-    five short strings (op, devices, dtypes) and a count; anything else is not a record."""
+    five short strings (op, devices, dtypes) and a count (for a ``result`` entry, the index
+    of a copy the result's data came from); anything else is not a record."""
     from autograder.bridge.student_side import MAX_RECORD
 
     def entry(item) -> bool:

@@ -66,8 +66,19 @@ def made_by_new_tensor(images, device, mean, std):
     return (made - m) / s
 
 
+def normalized_on_the_cpu_beside_a_decoy(images, device, mean, std):
+    """Wrong: normalizes on the CPU, copies a uint8 batch it throws away, and returns a
+    tensor of the right form with no values (the tenth outside attack)."""
+    m, s = _stats("cpu")
+    result = (images.float() / 255 - m) / s
+    if torch.device(device).type == "cpu":
+        return result
+    images.to(device)
+    return torch.empty(result.shape, dtype=torch.float32, device=device)
+
+
 WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into, made_from_a_float_list]
-WAYS += [made_by_new_tensor]
+WAYS += [made_by_new_tensor, normalized_on_the_cpu_beside_a_decoy]
 IMAGES = torch.randint(0, 256, (4, 3, 5, 7), dtype=torch.uint8)
 N = IMAGES.numel()
 
@@ -122,6 +133,29 @@ def test_the_record_names_each_copy_between_devices_with_its_dtypes():
     with student_side.copy_record(nothing):
         uint8_crosses(IMAGES, "cpu", MEAN, STD)  # on the CPU nothing crosses a link
     assert nothing == []
+
+
+def test_the_record_says_which_copies_the_returned_tensor_came_from():
+    """Through every op after the copy (a conversion, a normalization, a copy into another
+    tensor), to the tensor the call returns; a tensor made empty on the device came from
+    no copy, whatever copies were made beside it."""
+    stats = [["tensor", "cpu", "meta", "float32", "float32"]] * 2
+    expected = {
+        uint8_crosses: [*stats, ["_to_copy", "cpu", "meta", "uint8", "uint8"]],
+        float32_crosses: [["_to_copy", "cpu", "meta", "float32", "float32"]],
+        copied_into: [*stats, ["copy_", "cpu", "meta", "uint8", "uint8"]],
+        made_from_a_float_list: [*stats, ["tensor", "cpu", "meta", "float32", "float32"]],
+        normalized_on_the_cpu_beside_a_decoy: [],
+    }
+    for way, sources in expected.items():
+        got = []
+        with student_side.copy_record(got) as recording:
+            result = way(IMAGES, "meta", MEAN, STD)
+        results = recording.results(result)
+        assert all(
+            entry[:5] == ["result", "meta", "meta", "float32", "float32"] for entry in results
+        )
+        assert [got[entry[5]][:5] for entry in results] == sources, way.__name__
 
 
 @pytest.mark.parametrize("way", WAYS, ids=lambda way: way.__name__)
@@ -297,7 +331,10 @@ def test_a_record_is_sent_only_when_asked(student):
     reply = protocol.loads(_served(student, protocol.call_request("g", [], [])))
     assert "ok" in reply and "record" not in reply
     reply = protocol.loads(_served(student, protocol.recording(protocol.call_request("g", [], []))))
-    assert reply["record"] == [["_to_copy", "cpu", "meta", "float32", "float32", 2]]
+    assert reply["record"] == [
+        ["_to_copy", "cpu", "meta", "float32", "float32", 2],
+        ["result", "meta", "meta", "float32", "float32", 0],  # its data came from copy 0
+    ]
 
 
 def _served(namespace, prompt) -> str:
@@ -339,7 +376,8 @@ def test_a_recorded_call_leaves_the_bridge_as_it_was(student):
     asking = trusted_side.ask
     result, record = trusted_side.StudentFunction("f").recorded(IMAGES, "meta", MEAN, STD)
     assert trusted_side.ask is asking
-    assert record[-1] == ["_to_copy", "cpu", "meta", "uint8", "uint8", N]
+    assert record[2] == ["_to_copy", "cpu", "meta", "uint8", "uint8", N]
+    assert [entry[5] for entry in record[3:]] == [0, 1, 2]  # the result came from all three
     assert result.device.type == "meta" and tuple(result.shape) == tuple(IMAGES.shape)
 
 
