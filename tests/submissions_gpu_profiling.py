@@ -259,6 +259,18 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_copies", "test_q4_order"),
         "gave the GPU-side copy's time",
     ),
+    "constant_profile": Mistake(
+        "profile_steps profiles nothing and returns the counts of one model and step count "
+        "(an outside attack)",
+        {
+            "q5_profile_steps": (
+                "def profile_steps(model, batches, steps):\n"
+                '    return {"ProfilerStep*": 2, "aten::linear": 4}'
+            )
+        },
+        ("test_q5_warmup", "test_q5_devices"),
+        "record every step after the one warm-up step",
+    ),
     "profiles_the_warmup_step": Mistake(
         "profile_steps profiles every step, the warm-up step too (no schedule)",
         {"q5_profile_steps": _q5(plan="plan = None", opened="with profile() as prof:")},

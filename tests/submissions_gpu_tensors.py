@@ -115,6 +115,18 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_copy_ms", "test_q4_gpu_route"),
         "that looks like seconds",
     ),
+    "empty_of_the_right_form": Mistake(
+        "prepare_batch returns a new empty tensor of the batch's shape, on the model's device "
+        "and in its dtype, without the batch's numbers (an outside attack)",
+        {
+            "q1_prepare_batch": (
+                "def prepare_batch(batch, model):\n    weights = next(model.parameters())\n"
+                "    return torch.empty(batch.shape, dtype=weights.dtype, device=weights.device)"
+            )
+        },
+        ("test_q1_device", "test_q1_dtype", "test_q1_unchanged"),
+        "the batch's own numbers",
+    ),
     "device_only": Mistake(
         "prepare_batch fixes the device but not the dtype (the second problem)",
         {

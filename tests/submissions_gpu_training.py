@@ -217,7 +217,7 @@ MISTAKES: dict[str, Mistake] = {
                 "return torch.zeros((), device=next(model.parameters()).device)"
             )
         },
-        ("test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
+        ("test_q4_device", "test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
         "the model's weights did not change",
     ),
     "reads_off_meta": Mistake(
@@ -236,7 +236,7 @@ MISTAKES: dict[str, Mistake] = {
                 "return loss.detach()",
             )
         },
-        ("test_q4_stays_on_device",),
+        ("test_q4_device", "test_q4_stays_on_device"),
         "read a value on the host",
     ),
     "prints_the_loss": Mistake(
@@ -371,6 +371,12 @@ MISTAKES: dict[str, Mistake] = {
             "test_q4_stays_on_device",
         ),
         "this computer has none",
+    ),
+    "loads_nothing": Mistake(
+        "load_checkpoint returns the model it was given and loads nothing (an outside attack)",
+        {"q5_load_checkpoint": _load_checkpoint("return model")},
+        ("test_q5_values", "test_q5_saved_on_gpu", "test_q5_devices"),
+        "nothing of the checkpoint reached the model",
     ),
     "no_map_location": Mistake(
         "load_checkpoint calls torch.load without map_location",

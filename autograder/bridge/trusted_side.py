@@ -279,8 +279,9 @@ def bind(namespace: dict, names: list[str]) -> None:
         why = protocol.message_text(reply.get("failed") or reply.get("unreadable") or "no answer")
         for name in names:
             namespace.pop(name, None)
-        namespace["_cg_unavailable"] = why
+        namespace["_cg_unavailable"] = why  # the checks' answer() says so, not "not defined yet"
         return
+    namespace.pop("_cg_unavailable", None)
     given = {}
     budget = plaindata.Budget()  # one reply: all its answers share one bound
     for item in answers:

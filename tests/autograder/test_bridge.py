@@ -14,6 +14,8 @@ import pytest
 import torch
 
 from autograder.bridge import protocol, student_side, trusted_side
+from tests.course.test_release import checks_of
+from tests.units import UNITS, submissions
 
 
 @pytest.fixture
@@ -354,3 +356,22 @@ def test_an_answer_that_cannot_be_sent_hides_no_other(student):
     tests = bound(["big", "small", "f"])
     assert tests["small"] == 3 and tests["f"](1) == 2
     assert isinstance(tests["big"], trusted_side.Unreadable)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_a_reply_that_cannot_be_read_is_said_so_not_not_defined_yet(unit, monkeypatch):
+    """When the student's kernel's whole reply cannot be read (a forged reply of 490,000
+    nodes, a kernel gone), each answer says so; "not defined yet" told the tenth outside
+    attacker to fill in cells that were filled. A reply read later clears it."""
+    checks = checks_of(submissions(unit))
+    notebook = checks.maps[0]
+    monkeypatch.setattr(trusted_side, "ask", lambda prompt: {"unreadable": "a reply too deep"})
+    trusted_side.bind(notebook, ["some_answer"])
+    with pytest.raises(
+        AssertionError, match="could not be read from your notebook's kernel: a reply too deep"
+    ):
+        checks["answer"]("some_answer")
+    monkeypatch.setattr(trusted_side, "ask", lambda prompt: {"values": []})
+    trusted_side.bind(notebook, ["some_answer"])
+    with pytest.raises(AssertionError, match="is not defined yet"):
+        checks["answer"]("some_answer")
