@@ -453,6 +453,34 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "was not computed from the uint8 images copied to the device",
     ),
+    "empty_like_the_copy": Mistake(
+        "to_device_uint8 copies the uint8 batch and returns a float32 batch with no values, "
+        "made like it (torch.empty_like: only its shape; an outside attack)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "return torch.empty_like(images.to(device), dtype=torch.float32)",
+            )
+        },
+        ("test_q5_values", "test_q5_devices"),
+        "was not computed from the uint8 images copied to the device",
+    ),
+    "float32_through_serialization_load": Mistake(
+        "to_device_uint8 normalizes on the CPU and sends the float32 batch by "
+        "torch.serialization.load, torch.load under another name (an outside attack)",
+        {
+            "q5_to_device_uint8": "import io\n\n\n"
+            + _to_device(
+                *(line.replace(", device=device", "") for line in MEAN_STD),
+                "buffer = io.BytesIO()",
+                "torch.save((images.float() / 255 - mean) / std, buffer)",
+                "buffer.seek(0)",
+                "floats = torch.serialization.load(buffer, map_location=device)",
+                "return floats + images.to(device).float() * 0",
+            )
+        },
+        ("test_q5_devices",),
+        "converted to float32 on the CPU",
+    ),
     "uint8_batch_copied_twice": Mistake(
         "to_device_uint8 copies the uint8 batch to the device twice (twice the bytes on the link)",
         {
@@ -566,6 +594,19 @@ FULL_MARKS["copies_image_by_image_with_float64_stats"] = {
 }
 
 # Every name the checks and tests use (numbers, math, np, torch, F, check...) is the learner's.
+FULL_MARKS["fills_a_buffer_channel_by_channel"] = {
+    # Each channel normalized on the device, with Python numbers, into a buffer made once:
+    # a write through a view (an eleventh outside attack's right answer had lost 2 points).
+    **SOLUTIONS,
+    "q5_to_device_uint8": _to_device(
+        "x = images.to(device)",
+        "out = torch.empty(x.shape, dtype=torch.float32, device=device)",
+        "for c in range(x.shape[1]):",
+        "    out[:, c] = (x[:, c].float() / 255 - mean[c]) / std[c]",
+        "return out",
+    ),
+}
+
 FULL_MARKS["rebinds_every_public_name"] = kit.rebinding_every_public_name(SOLUTIONS, SOURCE)
 
 

@@ -220,6 +220,21 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_device", "test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
         "the model's weights did not change",
     ),
+    "steps_on_zero_gradients": Mistake(
+        "train_step computes no loss: it gives every weight a zero gradient, takes the "
+        "optimizer's step and returns a zero loss (an outside attack)",
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "for p in model.parameters():",
+                "    p.grad = torch.zeros_like(p)",
+                "optimizer.step()",
+                "return torch.zeros((), device=device)",
+            )
+        },
+        ("test_q4_device", "test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
+        "the weights did not change",
+    ),
     "reads_off_meta": Mistake(
         "train_step prints loss.item() every step, and on meta (where no value can be read) "
         "skips the step to hide it (an outside attack)",
@@ -376,7 +391,19 @@ MISTAKES: dict[str, Mistake] = {
         "load_checkpoint returns the model it was given and loads nothing (an outside attack)",
         {"q5_load_checkpoint": _load_checkpoint("return model")},
         ("test_q5_values", "test_q5_saved_on_gpu", "test_q5_devices"),
-        "nothing of the checkpoint reached the model",
+        "the model's weights are not the saved ones",
+    ),
+    "loads_but_never_into_the_model": Mistake(
+        "load_checkpoint loads the checkpoint onto the model's device and forgets "
+        "load_state_dict (an outside attack)",
+        {
+            "q5_load_checkpoint": _load_checkpoint(
+                "state = torch.load(buffer, map_location=next(model.parameters()).device)",
+                "return model",
+            )
+        },
+        ("test_q5_values", "test_q5_saved_on_gpu", "test_q5_devices"),
+        "the model's weights are not the saved ones",
     ),
     "no_map_location": Mistake(
         "load_checkpoint calls torch.load without map_location",

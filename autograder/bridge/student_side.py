@@ -205,7 +205,7 @@ def copy_record(record: list, arguments=()):
     theirs = weakref.WeakSet()  # threads the call's threads started: the call's too
     hosts: dict = {}  # id -> (weak reference, storage address): data the host holds
     written_over: set = set()  # (start, end): memory that other data was written into
-    sources: dict = {}  # id -> (weak reference, indices): the recorded copies a tensor's data came from
+    sources: dict = {}  # id -> (weak reference, indices): the recorded copies a storage's data came from
 
     def span(t) -> tuple:
         try:
@@ -264,17 +264,28 @@ def copy_record(record: list, arguments=()):
             return len(record) - 1
         return None
 
+    def storage_of(t):
+        try:
+            return t.untyped_storage()
+        except Exception:  # noqa: BLE001 - a tensor without a plain storage carries no marks
+            return None
+
     def came_from(t) -> frozenset:
-        kept = sources.get(id(t))
-        return kept[1] if kept is not None and kept[0]() is t else frozenset()
+        storage = storage_of(t)
+        kept = None if storage is None else sources.get(id(storage))
+        return kept[1] if kept is not None and kept[0]() is storage else frozenset()
 
     def carry(t, marks) -> None:
-        """``t`` holds data that came from the copies ``marks`` (and what it held before)."""
-        if marks and isinstance(t, torch.Tensor) and len(sources) < 100_000:
-            key, marks = id(t), frozenset(marks) | came_from(t)
+        """``t``'s memory holds data that came from the copies ``marks`` (and what it held
+        before). Kept per storage: a write through a view (``out[i] = ...``) marks the
+        whole buffer, and every view of it."""
+        storage = storage_of(t) if marks and isinstance(t, torch.Tensor) else None
+        if storage is not None and len(sources) < 100_000:
+            key, marks = id(storage), frozenset(marks) | came_from(t)
             sources[key] = (
                 weakref.ref(
-                    t, lambda ref, key=key: sources.get(key, (0,))[0] is ref and sources.pop(key)
+                    storage,
+                    lambda ref, key=key: sources.get(key, (0,))[0] is ref and sources.pop(key),
                 ),
                 marks,
             )
@@ -471,7 +482,12 @@ def copy_record(record: list, arguments=()):
     wrapped += [(torch, n, made_from_data) for n in ("tensor", "as_tensor", "asarray")]
     wrapped += [(torch.Tensor, "new_tensor", made_from_data)]
     wrapped += [(torch, n, made_on_the_host) for n in ("from_numpy", "frombuffer")]
-    wrapped += [(torch, "load", loaded), (torch.utils.dlpack, "to_dlpack", host_read)]
+    wrapped += [(torch, "load", loaded), (torch.serialization, "load", loaded)]
+    wrapped += [(torch.utils.dlpack, "to_dlpack", host_read)]
+    # Ops whose result holds none of their tensors' values: only shapes, dtypes, devices.
+    shape_only = {aten.empty_like, aten.zeros_like, aten.ones_like, aten.full_like}
+    shape_only |= {aten.rand_like, aten.randn_like, aten.randint_like, aten.new_empty}
+    shape_only |= {aten.new_empty_strided, aten.new_zeros, aten.new_ones, aten.new_full}
     wrapped += [
         (threading.Thread, "start", tracked),
         (threading.Thread, "_bootstrap_inner", recorded_thread),
@@ -492,8 +508,11 @@ def copy_record(record: list, arguments=()):
             held = held and not any(
                 isinstance(a, (torch.UntypedStorage, torch.TypedStorage)) for a in leaves
             )
-            # What the op makes or writes holds data from the copies its tensors came from.
-            marks = set().union(*(came_from(a) for a in given)) if sources else set()
+            # What the op makes or writes holds data from the copies its tensors came from,
+            # unless it reads only their shape, dtype and device (empty_like, zeros_like).
+            marks = set()
+            if sources and packet not in shape_only:
+                marks = set().union(*(came_from(a) for a in given))
             if decided_by_values(func, args) and not held:  # .item(), an if: _local_scalar_dense
                 read(given[0] if given else None, packet.__name__)
             elif packet in (aten._to_copy, aten.copy_):

@@ -77,8 +77,36 @@ def normalized_on_the_cpu_beside_a_decoy(images, device, mean, std):
     return torch.empty(result.shape, dtype=torch.float32, device=device)
 
 
+def into_a_buffer_image_by_image(images, device, mean, std):
+    """Right: each image normalized on the device into a buffer made once (a write through
+    a view marks the buffer; an eleventh outside attack's right answer had lost 2 points)."""
+    x = images.to(device)
+    m, s = (t.view(-1, 1, 1) for t in _stats(device))
+    out = torch.empty(x.shape, dtype=torch.float32, device=device)
+    for i in range(x.shape[0]):
+        out[i] = (x[i].float() / 255 - m) / s
+    return out
+
+
+def empty_like_the_copy(images, device, mean, std):
+    """Wrong: a float32 batch with no values, made "like" the uint8 copy (only its shape)."""
+    return torch.empty_like(images.to(device), dtype=torch.float32)
+
+
+def through_serialization_load(images, device, mean, std):
+    """Wrong: float32 crosses by torch.serialization.load, torch.load under another name."""
+    import io
+
+    m, s = _stats("cpu")
+    buffer = io.BytesIO()
+    torch.save((images.float() / 255 - m) / s, buffer)
+    buffer.seek(0)
+    return torch.serialization.load(buffer, map_location=device)
+
+
 WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into, made_from_a_float_list]
-WAYS += [made_by_new_tensor, normalized_on_the_cpu_beside_a_decoy]
+WAYS += [made_by_new_tensor, normalized_on_the_cpu_beside_a_decoy, into_a_buffer_image_by_image]
+WAYS += [empty_like_the_copy, through_serialization_load]
 IMAGES = torch.randint(0, 256, (4, 3, 5, 7), dtype=torch.uint8)
 N = IMAGES.numel()
 
@@ -146,6 +174,9 @@ def test_the_record_says_which_copies_the_returned_tensor_came_from():
         copied_into: [*stats, ["copy_", "cpu", "meta", "uint8", "uint8"]],
         made_from_a_float_list: [*stats, ["tensor", "cpu", "meta", "float32", "float32"]],
         normalized_on_the_cpu_beside_a_decoy: [],
+        into_a_buffer_image_by_image: [["_to_copy", "cpu", "meta", "uint8", "uint8"], *stats],
+        empty_like_the_copy: [],
+        through_serialization_load: [["load", "cpu", "meta", "float32", "float32"]],
     }
     for way, sources in expected.items():
         got = []
