@@ -110,7 +110,10 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
             )
         elif kind is Kind.MEMORY_ERROR:
             memory = True
-            details.append("ran out of memory (MemoryError under the address-space limit)")
+            details.append(
+                "a cell raised MemoryError: out of memory at the address-space limit "
+                "(or raised by the notebook's own code)"
+            )
         elif kind is Kind.WALL:
             wall = True
             details.append(f"kernel killed after {e.limit:g} s of wall time")
