@@ -32,6 +32,11 @@ TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
 # A template's exit status when it had more than one thread before a fork.
 UNSAFE_TO_FORK = 3
 MB = 1024 * 1024
+# A template's own start (its imports: torch alone is about 1.6 CPU s, more on a busy
+# machine) is no kernel's: the template may use this many CPU seconds more than a kernel,
+# and each kernel it forks takes the kernel's own limit back (``kernel_cpu_limit``; a
+# forked process starts at 0 CPU seconds).
+TEMPLATE_START_CPU = 120
 # The sandbox's layout (``autograder.sandbox.bubblewrap`` binds them): the kernel's working folder,
 # in its tmpfs, and the read-only folder the host filled for it.
 WORK_DIR = "/tmp/work"
@@ -54,7 +59,7 @@ def nested_argv(bwrap: str) -> list[str]:
     ]
 
 
-def apply_limits(limits: dict) -> None:
+def apply_limits(limits: dict, template: bool = False) -> None:
     def cap(kind: int, value: int) -> None:
         if value > 0:
             resource.setrlimit(kind, (value, value))
@@ -62,11 +67,21 @@ def apply_limits(limits: dict) -> None:
     # The soft CPU limit sends SIGXCPU a little before the hard one's SIGKILL would.
     cpu = limits.get("cpu_seconds", 0)
     if cpu > 0:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        extra = TEMPLATE_START_CPU if template else 0
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu + extra, cpu + 5 + extra))
     cap(resource.RLIMIT_AS, limits.get("address_space_mb", 0) * MB)
     cap(resource.RLIMIT_NPROC, limits.get("max_processes", 0))
     cap(resource.RLIMIT_FSIZE, limits.get("max_file_mb", 0) * MB)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def kernel_cpu_limit() -> None:
+    """In a kernel forked from a template: the kernel's CPU limit, not the template's."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != resource.RLIM_INFINITY:
+        resource.setrlimit(
+            resource.RLIMIT_CPU, (soft - TEMPLATE_START_CPU, hard - TEMPLATE_START_CPU)
+        )
 
 
 def drop_root(uid: int) -> None:
@@ -95,7 +110,9 @@ def fill_work_dir(staging: str, work: str) -> None:
 
 
 def main() -> None:
-    apply_limits(json.loads(os.environ.pop(LIMITS_ENV, "{}")))
+    apply_limits(
+        json.loads(os.environ.pop(LIMITS_ENV, "{}")), template=bool(os.environ.get(TEMPLATE_ENV))
+    )
     uid = os.environ.pop(UID_ENV, "")
     if uid:
         drop_root(int(uid))

@@ -4,7 +4,9 @@ runs a cell, and forks a fresh kernel for each submission.
 Two kinds (``PRELOAD``): a **test** kernel's template and a **student** kernel's template.
 Each runs inside its kernel's sandbox, after ``autograder.sandbox.kernel_entry`` has applied the
 limits, dropped root and entered the second bubblewrap: its limits and identity are
-already the kernel's, and every child inherits them. It imports ipykernel, IPython,
+already the kernel's, and every child inherits them (but CPU: the template may spend
+``TEMPLATE_START_CPU`` seconds more on its own start, and each child takes the kernel's
+limit back before anything else). It imports ipykernel, IPython,
 torch and NumPy (and, for a test kernel, the grader's trusted side), so that no kernel
 pays for them per submission (``import torch`` alone is about 1.6 CPU s).
 
@@ -56,7 +58,13 @@ import sys
 import time
 
 from autograder.bridge import plaindata
-from autograder.sandbox.kernel_entry import STAGING_DIR, UNSAFE_TO_FORK, WORK_DIR, fill_work_dir
+from autograder.sandbox.kernel_entry import (
+    STAGING_DIR,
+    UNSAFE_TO_FORK,
+    WORK_DIR,
+    fill_work_dir,
+    kernel_cpu_limit,
+)
 from autograder.sandbox.procs import live_threads
 
 _BRIDGE = plaindata.__name__.rpartition(".")[0]  # the bridge's package (follows a move)
@@ -297,6 +305,7 @@ def _remove_ipc() -> str:
 
 
 def _become_kernel(connection: dict, staging: str = "") -> None:
+    kernel_cpu_limit()
     os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a kernel waits for its own children
     null = os.open(os.devnull, os.O_RDONLY)

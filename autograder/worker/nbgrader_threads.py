@@ -13,12 +13,20 @@ does to the whole process would then cross two submissions:
   second thread to finish found it gone (``KeyError``). It is now counted: set while any
   thread needs it, restored when the last one is done.
 
+- CPython 3.11's ``ast`` keeps one recursion count for the whole interpreter while it
+  builds a tree: when two threads parse at once (the test plan reads the test cells,
+  the trusted side reads the test kernel's replies with ``ast.literal_eval``), one may
+  fail with ``SystemError: AST constructor recursion depth mismatch`` (CPython issue
+  gh-106905; seen as a submission's ``error`` on a two-thread Dask worker). ``install``
+  makes ``ast.parse``, which ``literal_eval`` calls, take a lock.
+
 Each converter also logs to a logger of its own per thread (``worker._run_nbgrader``), so
 one job's error details never hold another's lines.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import threading
@@ -66,6 +74,14 @@ def _start_in_place(self) -> None:
 
 
 _ORIGINAL_START: list = []
+_AST_LOCK = threading.Lock()
+_ORIGINAL_PARSE: list = []
+
+
+def _parse_alone(*args, **kwargs):
+    """``ast.parse``, one thread at a time."""
+    with _AST_LOCK:
+        return _ORIGINAL_PARSE[0](*args, **kwargs)
 
 
 def install() -> None:
@@ -77,6 +93,8 @@ def install() -> None:
         from nbgrader.converters.base import BaseConverter
 
         _ORIGINAL_START.append(BaseConverter.start)
+        _ORIGINAL_PARSE.append(ast.parse)
+        ast.parse = _parse_alone
         BaseConverter.start = _start_in_place
         utils.setenv = counted_setenv
         _INSTALLED.append(True)
