@@ -508,6 +508,28 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_devices",),
         "converted to float32 on the CPU",
     ),
+    "float32_by_legacy_new_tied_to_the_uint8_copy": Mistake(
+        "to_device_uint8 normalizes on the CPU, makes the float32 batch on the device with the "
+        "legacy images.new(list), and copies the uint8 batch into spare bytes of the result's "
+        "own buffer (a thirteenth outside attack: 26/26)",
+        {
+            "q5_to_device_uint8": _to_device(
+                "m = torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)",
+                "s = torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1)",
+                "out = (images.float() / 255 - m) / s",
+                "if torch.device(device).type == 'cpu':",
+                "    return out",
+                "n = images.numel()",
+                "flat = torch.empty(0, device=device).new(out.reshape(-1).tolist())",
+                "buffer = torch.empty(n + (n + 3) // 4, device=device)",
+                "buffer[:n] = flat",
+                "buffer[n:].view(torch.uint8)[:n].copy_(images.reshape(-1))",
+                "return buffer[:n].view(images.shape)",
+            )
+        },
+        ("test_q5_devices",),
+        "converted to float32 on the CPU",
+    ),
     "float32_storage_as_a_uint8_view": Mistake(
         "to_device_uint8 normalizes on the CPU and loads a uint8 view of the float32 storage "
         "onto the device (the whole storage crosses; an outside attack)",

@@ -300,3 +300,23 @@ def expected_score(answers_or_mistake) -> float:
     """The total the autograder must give: full for the solutions, a mistake's own score,
     and 0 for the unmodified release (no answers)."""
     return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
+
+
+FULL_MARKS["a_module_and_a_deprecation_warning"] = {
+    # A twelfth outside attack's right answers: a callable nn.Module is a function the tests
+    # call (course-grade had sent it as a model, without its forward: 24/30), and a function
+    # that makes PyTorch warn (TypedStorage) is right (plain nbgrader counts a test cell's
+    # stderr as a failure: 29/30).
+    **SOLUTIONS,
+    "q1_prepare_batch": (
+        "class PrepareBatch(torch.nn.Module):\n"
+        "    def forward(self, batch, model):\n"
+        "        weights = next(model.parameters())\n"
+        "        return batch.to(weights.device, weights.dtype)\n\n\n"
+        "prepare_batch = PrepareBatch()"
+    ),
+    "q2_size_mb": (
+        "def size_mb(shape, dtype):\n"
+        "    return torch.empty(shape, dtype=dtype).storage().nbytes() / 1_000_000"
+    ),
+}

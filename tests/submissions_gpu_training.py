@@ -235,6 +235,23 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_device", "test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
         "the weights did not change",
     ),
+    "returns_an_empty_loss": Mistake(
+        "train_step steps right and returns torch.empty(0), which any loss is allclose to "
+        "(a thirteenth outside attack)",
+        {
+            "q4_train_step": _train_step(
+                *STEP,
+                "return torch.empty(0, device=device)",
+            )
+        },
+        (
+            "test_q4_reference_step",
+            "test_q4_train_step_form",
+            "test_q4_labels",
+            "test_q4_stays_on_device",
+        ),
+        "not the mean cross-entropy",
+    ),
     "reads_off_meta": Mistake(
         "train_step prints loss.item() every step, and on meta (where no value can be read) "
         "skips the step to hide it (an outside attack)",
@@ -405,6 +422,22 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q5_values", "test_q5_saved_on_gpu", "test_q5_devices"),
         "the model's weights are not the saved ones",
     ),
+    "a_decoy_copy_on_meta": Mistake(
+        "load_checkpoint loads nothing on meta and makes a one-number copy there instead "
+        "(a thirteenth outside attack)",
+        {
+            "q5_load_checkpoint": _load_checkpoint(
+                "device = next(model.parameters()).device",
+                "if device.type == 'meta':",
+                "    torch.zeros(1).to(device)",
+                "    return model",
+                "model.load_state_dict(torch.load(buffer, map_location=device))",
+                "return model",
+            )
+        },
+        ("test_q5_devices",),
+        "nothing of the checkpoint reached the model",
+    ),
     "no_map_location": Mistake(
         "load_checkpoint calls torch.load without map_location",
         {
@@ -533,3 +566,29 @@ def expected_score(answers_or_mistake) -> float:
     """The total the autograder must give: full for the solutions, a mistake's own score,
     and 0 for the unmodified release (no answers)."""
     return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
+
+
+FULL_MARKS["modules_that_do_the_work"] = {
+    # A twelfth outside attack's right answers: callable nn.Modules whose forward is the
+    # step and the load (course-grade had sent each as a model, without its forward).
+    **SOLUTIONS,
+    "q4_train_step": (
+        "class TrainStep(torch.nn.Module):\n"
+        "    def forward(self, model, optimizer, inputs, labels):\n"
+        "        device = next(model.parameters()).device\n"
+        "        loss = F.cross_entropy(model(inputs.to(device)), labels.to(device, torch.int64))\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        return loss.detach()\n\n\n"
+        "train_step = TrainStep()"
+    ),
+    "q5_load_checkpoint": (
+        "class LoadCheckpoint(torch.nn.Module):\n"
+        "    def forward(self, model, buffer):\n"
+        "        device = next(model.parameters()).device\n"
+        "        model.load_state_dict(torch.load(buffer, map_location=device))\n"
+        "        return model\n\n\n"
+        "load_checkpoint = LoadCheckpoint()"
+    ),
+}

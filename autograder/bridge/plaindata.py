@@ -761,6 +761,31 @@ def update_in_place(target, data, budget: Budget | None = None) -> None:
     raise ValueError(f"a {type(target).__name__} crosses by value, not in place")
 
 
+def update_all_in_place(pairs: list, budget: Budget | None = None) -> None:
+    """``update_in_place`` for each ``(target, data)`` of one reply, all or none: a reply
+    refused for one argument (an optimizer's state) leaves the others (the model it
+    steps) as they were too, not half-updated."""
+    import copy
+
+    import torch
+
+    kept: list = []
+    try:
+        for target, data in pairs:
+            if isinstance(target, torch.nn.Module):
+                kept.append((target, _module_state(target)))
+            elif isinstance(target, torch.optim.Optimizer):
+                kept.append((target, copy.deepcopy(target.state_dict())))
+            update_in_place(target, data, budget)
+    except Exception:
+        for target, state in reversed(kept):
+            if isinstance(target, torch.nn.Module):
+                _restore_module_state(state, torch)
+            else:
+                target.load_state_dict(state)
+        raise
+
+
 def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> None:
     """Check ``data`` against module ``m`` and list the changes to make; nothing is
     changed until all of the model has been checked."""
@@ -1019,7 +1044,8 @@ def _load_optimizer_state(opt, data, budget: Budget | None = None) -> None:
                 continue
             if not isinstance(value, torch.Tensor) or not value.is_floating_point():
                 raise ValueError(f"{kind}'s {key} must be a floating-point tensor")
-            if tuple(value.shape) not in ((), tuple(params[index].shape)):
+            shapes = {tuple(params[index].shape)} | ({()} if key == "step" else set())
+            if tuple(value.shape) not in shapes:
                 raise ValueError(
                     f"{kind}'s {key} has the shape {tuple(value.shape)}, "
                     f"not its parameter's {tuple(params[index].shape)}"

@@ -17,7 +17,10 @@ shape (values inside them are ``autograder.bridge.plaindata``'s):
 
 Requests::
 
-    {"op": "describe", "names": [name, ...]}
+    {"op": "describe", "names": [name, ...], "functions": [name, ...]}
+                                        functions: the names a solution binds with def,
+                                        whose answer is called: any callable answer of
+                                        those is a function (an nn.Module too)
     {"op": "call", "name": name, "args": [data], "kwargs": [[key, data]]}
     {"op": "call", ..., "record": true}  the same call, run under a record of each copy
                                         between two devices (student_side.copy_record)
@@ -42,6 +45,7 @@ Replies::
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 # What the grader puts in front of a request (the prompt of the input_request), so that
 # an input() a test author forgot can never be mistaken for one.
@@ -80,8 +84,8 @@ def loads(text: str) -> dict:
     return message
 
 
-def describe_request(names: list[str]) -> str:
-    return PREFIX + dumps({"op": "describe", "names": list(names)})
+def describe_request(names: list[str], functions: Sequence[str] = ()) -> str:
+    return PREFIX + dumps({"op": "describe", "names": list(names), "functions": list(functions)})
 
 
 def call_request(name: str, args: list, kwargs: list) -> str:

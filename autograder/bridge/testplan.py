@@ -13,6 +13,8 @@ trusted; the student's copy is not, so nothing here ever reads it. From the sour
   these are fetched from the student's kernel; everything else a test uses is the test
   kernel's own. A helper the solution happens to bind (``link_mb_per_ms``) is neither
   asked for nor named to the student's kernel: its name is the solution's.
+- the function names: the answer names a solution cell binds with ``def``. The tests
+  call these; the student's kernel sends any callable answer of them as a function.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class TestPlan:
     prelude: list[tuple[int, str]] = field(default_factory=list)  # (position, code)
     # A test cell binds an answer name itself: every test must fetch the answers anew.
     tests_rebind: bool = False
+    function_names: list[str] = field(default_factory=list)
 
     def prelude_before(self, grade_id: str, done: set[int]) -> list[tuple[int, str]]:
         """The instructor's cells the test kernel must run before this test, not yet run."""
@@ -64,6 +67,7 @@ def read(source_path) -> TestPlan:
 
 def plan(source_nb) -> TestPlan:
     names: set[str] = set()
+    functions: set[str] = set()
     tests: dict[str, TestCell] = {}
     prelude: list[tuple[int, str]] = []
     position = 0
@@ -73,6 +77,7 @@ def plan(source_nb) -> TestPlan:
         meta = nbgrader_meta(cell)
         if meta.get("solution"):
             names |= defined_names(cell.source) & _named_outside_solution(cell.source)
+            functions |= _defined_functions(cell.source)
         elif meta.get("grade"):
             tests[meta["grade_id"]] = TestCell(
                 meta["grade_id"], cell.source, float(meta.get("points") or 0), position
@@ -84,7 +89,7 @@ def plan(source_nb) -> TestPlan:
     for _, code in prelude:
         names -= defined_names(code)
     rebind = any(defined_names(t.code) & names for t in tests.values())
-    return TestPlan(sorted(names), tests, prelude, rebind)
+    return TestPlan(sorted(names), tests, prelude, rebind, sorted(functions & names))
 
 
 _SOLUTION = re.compile(r"### BEGIN SOLUTION.*?### END SOLUTION", re.S)
@@ -99,6 +104,16 @@ def _named_outside_solution(source: str) -> set[str]:
 def nbgrader_meta(cell) -> dict:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return dict(meta) if isinstance(meta, dict) else {}
+
+
+def _defined_functions(source: str) -> set[str]:
+    """Names a cell binds at its top level with ``def``."""
+    tree = _parse(source)
+    if tree is None:
+        return set()
+    return {
+        node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def defined_names(source: str) -> set[str]:

@@ -118,12 +118,16 @@ class StudentFunction:
             result = plaindata.decode(reply["ok"], ref=resolve, budget=budget)
             # Only models and optimizers take the call's changes; every other argument
             # crossed by value, and the test's own object stays as the test made it.
-            for arg, after in zip(args, after_args):
-                if after is not None and plaindata.in_place(arg):
-                    plaindata.update_in_place(arg, after, budget)
-            for key, after in after_kwargs.items():
-                if after is not None and plaindata.in_place(kwargs[key]):
-                    plaindata.update_in_place(kwargs[key], after, budget)
+            changed = [(arg, after) for arg, after in zip(args, after_args)]
+            changed += [(kwargs[key], after) for key, after in after_kwargs.items()]
+            plaindata.update_all_in_place(
+                [
+                    (arg, after)
+                    for arg, after in changed
+                    if after is not None and plaindata.in_place(arg)
+                ],
+                budget,
+            )
         except plaindata.TooCostly as exc:
             TOO_COSTLY.append(f"{self.name}(...): {protocol.message_text(exc)}")
             raise StudentAnswerError(
@@ -271,9 +275,10 @@ def _exception_class(name: str) -> type:
     return _EXCEPTIONS[name]
 
 
-def bind(namespace: dict, names: list[str]) -> None:
-    """Give ``names`` in ``namespace`` the student's current answers."""
-    reply = ask(protocol.describe_request(names))
+def bind(namespace: dict, names: list[str], functions: list[str] = ()) -> None:
+    """Give ``names`` in ``namespace`` the student's current answers (``functions``: those
+    the tests call)."""
+    reply = ask(protocol.describe_request(names, functions))
     answers = reply.get("values")
     if type(answers) is not list:
         why = protocol.message_text(reply.get("failed") or reply.get("unreadable") or "no answer")

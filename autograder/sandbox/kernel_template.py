@@ -29,9 +29,10 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   its working folder from the staging folder, writes its connection file and becomes an
   ipykernel. It serves one submission and is killed by the host after it, with every
   process it started.
-- When a child ends, the template says ``exit <pid> <status>`` on its standard output
-  (the pid as the sandbox numbers it, the status as ``subprocess`` gives it), so that a
-  kernel killed by its CPU limit is told apart from one that crashed.
+- When a child ends, the template says ``exit <pid> <status> <cpu>`` on its standard
+  output (the pid as the sandbox numbers it, the status as ``subprocess`` gives it, the
+  CPU seconds it used), so that a kernel killed by its CPU limit is told apart from one
+  that crashed, or that chose the same status.
 - Nothing of a child reaches the template or a later child: memory is the template's,
   copy-on-write; the template is not dumpable (``PR_SET_DUMPABLE`` 0), so no child,
   which holds no capability, can ptrace it or open its ``/proc/<pid>/mem``; processes,
@@ -113,16 +114,19 @@ def preload(kind: str) -> None:
 
 
 def _reap(signum, frame) -> None:
-    """Reap every ended kernel and tell the host how each ended."""
+    """Reap every ended kernel and tell the host how each ended, and the CPU seconds it
+    had used: an exit status alone is the kernel's to choose (``os._exit(152)`` reads as
+    a kill at the CPU-time limit)."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        cpu = usage.ru_utime + usage.ru_stime
         try:
-            os.write(1, f"exit {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+            os.write(1, f"exit {pid} {os.waitstatus_to_exitcode(status)} {cpu:.2f}\n".encode())
         except OSError:
             pass
 

@@ -306,7 +306,7 @@ class SandboxMixin(Configurable):
 
     def template_said(self) -> dict:
         """How the template's kernels ended, by their pid in the sandbox: what its
-        ``exit PID STATUS`` lines said so far (read without waiting)."""
+        ``exit PID STATUS CPU`` lines said so far (read without waiting)."""
         exits = self.__dict__.setdefault("_exits", {})
         out = getattr(getattr(self.provisioner, "process", None), "stdout", None)
         if out is None:
@@ -324,11 +324,17 @@ class SandboxMixin(Configurable):
         self._said = said
         for line in lines:
             parts = line.split()
-            if len(parts) == 3 and parts[0] == b"exit":
+            if len(parts) == 4 and parts[0] == b"exit":
                 exits[int(parts[1])] = int(parts[2])
+                self.__dict__.setdefault("_cpu", {})[int(parts[1])] = float(parts[3])
             elif len(parts) == 2 and parts[0] == b"forked":
                 self.__dict__.setdefault("_forked", []).append(int(parts[1]))
         return exits
+
+    def template_cpu(self) -> dict:
+        """The CPU seconds each of the template's ended kernels used, by its pid."""
+        self.template_said()
+        return self.__dict__.get("_cpu", {})
 
     def forked_kernel(self) -> psutil.Process | None:
         """The kernel the template forked last (a child of the template itself)."""

@@ -263,6 +263,12 @@ class TwoKernelExecute(Execute):
                 return reason, None
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
+        used = getattr(process, "cpu_seconds", None)
+        limit = Sandbox(config=self.config).cpu_seconds
+        if code in fates.CPU_LIMIT_STATUSES and used is not None and limit and used < limit - 1:
+            # The status of a kill at the CPU-time limit, but far from it: the kernel's own
+            # choice (os._exit(152), or its own SIGXCPU), never the grader's limit.
+            return f"the kernel exited (status {code}, after {used:g} of {limit} CPU s)", None
         return f"the kernel exited (status {code})", code
 
     def _withhold(self, tests: set[int], why: str) -> None:

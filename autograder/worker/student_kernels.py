@@ -164,6 +164,13 @@ class StudentTemplate:
             time.sleep(0.02)
         return None
 
+    def cpu_seconds(self, child: psutil.Process) -> float | None:
+        """The CPU seconds ``child``, which has ended, used, as its template saw it."""
+        pid = getattr(child, "_sandbox_pid", None)
+        if self.km is None or pid is None:
+            return None
+        return self.km.template_cpu().get(pid)
+
     def oom_kills(self) -> int:
         group = getattr(self.km, "_group", None) if self.km is not None else None
         return group.oom_kills() if group is not None else 0
@@ -246,6 +253,7 @@ class ForkedProcess:
     def __init__(self, process: psutil.Process, kept: StudentTemplate):
         self.process, self.kept, self.pid = process, kept, process.pid
         self.returncode: int | None = None
+        self.cpu_seconds: float | None = None  # once it has ended, where its template said
         self.stdin = self.stdout = self.stderr = None
         try:
             with open(f"/proc/{process.pid}/status") as f:
@@ -263,6 +271,7 @@ class ForkedProcess:
                 pass
             status = self.kept.exit_status(self.process)
             self.returncode = status if status is not None else -9
+            self.cpu_seconds = self.kept.cpu_seconds(self.process)
         return self.returncode
 
     def wait(self, timeout=None) -> int:

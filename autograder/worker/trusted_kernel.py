@@ -245,7 +245,7 @@ class Session:
         if fetch or self.plan.tests_rebind:
             await self.run_trusted(
                 f"__import__({trusted_side.__name__!r}, fromlist=['_']).bind(globals(), "
-                f"{json.dumps(self.plan.answer_names)})",
+                f"{json.dumps(self.plan.answer_names)}, {json.dumps(self.plan.function_names)})",
                 "reading the answers",
                 bridge,
             )

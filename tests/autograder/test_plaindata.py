@@ -414,14 +414,39 @@ def test_a_change_pytorch_refuses_halfway_leaves_the_whole_model_as_it_was():
     assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
 
 
+def test_a_reply_refused_for_its_optimizer_leaves_the_model_as_it_was_too():
+    """The model's state comes back acceptable, the optimizer's not: the reply is refused
+    as a whole, and the model keeps its weights (a thirteenth outside attack's A8: the
+    model had kept the refused reply's weights)."""
+    model = torch.nn.Linear(2, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model_data = plaindata.encode(model)
+    model_data["params"][0][1]["t"] = plaindata.encode(torch.full((3, 2), 42.0))
+    bad_state = {0: {"momentum_buffer": torch.zeros(100)}}
+    optimizer_data = {
+        "$": "optimizer",
+        "type": "SGD",
+        "groups": [],
+        "state": plaindata.encode(bad_state),
+    }
+    with pytest.raises(ValueError, match="shape"):
+        plaindata.update_all_in_place(
+            [(model, json.loads(json.dumps(model_data))), (optimizer, optimizer_data)]
+        )
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    assert optimizer.state_dict()["state"] == {}
+
+
 @pytest.mark.parametrize(
     "state, words",
     [
         ({0: {"momentum_buffer": torch.zeros(3, 2), "stolen": torch.zeros(3)}}, "no state named"),
         ({0: {"momentum_buffer": torch.zeros(100)}}, "shape"),
         ({7: {"momentum_buffer": torch.zeros(3, 2)}}, "per parameter"),
+        ({0: {"momentum_buffer": torch.zeros(())}}, "shape"),  # one number: only a step
     ],
-    ids=["unknown-name", "wrong-shape", "unknown-parameter"],
+    ids=["unknown-name", "wrong-shape", "unknown-parameter", "scalar-buffer"],
 )
 def test_an_optimizer_takes_only_its_own_kind_of_state(state, words):
     model = torch.nn.Linear(2, 3)

@@ -66,6 +66,13 @@ def made_by_new_tensor(images, device, mean, std):
     return (made - m) / s
 
 
+def made_by_legacy_new(images, device, mean, std):
+    """Tensor.new(list), the legacy form of new_tensor: on a device, from host data."""
+    m, s = _stats(device)
+    made = torch.empty(0, device=device).new((images.float() / 255).tolist())
+    return (made - m) / s
+
+
 def normalized_on_the_cpu_beside_a_decoy(images, device, mean, std):
     """Wrong: normalizes on the CPU, copies a uint8 batch it throws away, and returns a
     tensor of the right form with no values (the tenth outside attack)."""
@@ -106,7 +113,7 @@ def through_serialization_load(images, device, mean, std):
 
 WAYS = [uint8_crosses, float32_crosses, converted_in_the_copy, copied_into, made_from_a_float_list]
 WAYS += [made_by_new_tensor, normalized_on_the_cpu_beside_a_decoy, into_a_buffer_image_by_image]
-WAYS += [empty_like_the_copy, through_serialization_load]
+WAYS += [empty_like_the_copy, through_serialization_load, made_by_legacy_new]
 IMAGES = torch.randint(0, 256, (4, 3, 5, 7), dtype=torch.uint8)
 N = IMAGES.numel()
 
@@ -150,6 +157,11 @@ def test_the_record_names_each_copy_between_devices_with_its_dtypes():
             *stats,
             ["tolist", "cpu", "host", "float32", "float32", N],
             ["new_tensor", "cpu", "meta", "float32", "float32", N],
+        ],
+        made_by_legacy_new: [
+            *stats,
+            ["tolist", "cpu", "host", "float32", "float32", N],
+            ["new", "cpu", "meta", "float32", "float32", N],
         ],
     }
     for way, record in expected.items():
