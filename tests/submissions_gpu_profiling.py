@@ -468,3 +468,14 @@ def expected_score(answers_or_mistake) -> float:
     """The total the autograder must give: full for the solutions, a mistake's own score,
     and 0 for the unmodified release (no answers)."""
     return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
+
+
+FULL_MARKS["profiles_memory_and_stacks"] = {
+    # A twelfth outside attack's right answer: profile_memory=True and with_stack=True are
+    # options the lesson shows; on meta the Python tracer records one aten::sum more a step,
+    # and the test compared with a profile made without it (24/26).
+    **SOLUTIONS,
+    "q5_profile_steps": _q5(
+        opened="with profile(schedule=plan, profile_memory=True, with_stack=True) as prof:"
+    ),
+}
