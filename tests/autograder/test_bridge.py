@@ -375,3 +375,21 @@ def test_a_reply_that_cannot_be_read_is_said_so_not_not_defined_yet(unit, monkey
     trusted_side.bind(notebook, ["some_answer"])
     with pytest.raises(AssertionError, match="is not defined yet"):
         checks["answer"]("some_answer")
+
+
+def test_a_callable_module_the_tests_call_crosses_as_a_function(student):
+    """An answer the solution defines with ``def``, written as an ``nn.Module`` whose
+    ``forward`` does the work, is called in the student's kernel (a twelfth outside
+    attack: it crossed as a model without its forward, and lost the question); the same
+    Module under a name the tests only read is still a model."""
+
+    class Double(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    student.update(double=Double(), model=Double())
+    tests: dict = {}
+    trusted_side.bind(tests, ["double", "model"], ["double"])
+    assert isinstance(tests["double"], trusted_side.StudentFunction)
+    assert torch.equal(tests["double"](torch.ones(2)), torch.full((2,), 2.0))
+    assert isinstance(tests["model"], torch.nn.Module)
