@@ -734,41 +734,21 @@ def update_in_place(target, data, budget: Budget | None = None) -> None:
     and dtypes (a parameter's device may change, as ``load_state_dict(assign=True)``
     would); a new member, a missing one or another kind is refused, and ``target`` is
     left as it was."""
-    import torch
-
-    budget = budget or Budget()
-    if isinstance(target, torch.nn.Module):
-        if type(data) is not dict or data.get("$") != "module":
-            raise ValueError("the model came back as something else")
-        changes: list = []
-        _plan_update(target, data, "", changes, budget, torch)
-        kept = _module_state(target)
-        try:
-            for apply in changes:
-                apply()
-        except Exception:
-            # PyTorch refuses some changes only as they are made (a parameter's data
-            # swapped for a tensor of another kind, such as one on meta): what was changed
-            # before that is put back, so a refused reply leaves no half-updated model.
-            _restore_module_state(kept, torch)
-            raise
-        return
-    if isinstance(target, torch.optim.Optimizer):
-        if type(data) is not dict or data.get("$") != "optimizer":
-            raise ValueError("the optimizer came back as something else")
-        _load_optimizer_state(target, data, budget)  # its parameters are the models' own
-        return
-    raise ValueError(f"a {type(target).__name__} crosses by value, not in place")
+    update_all_in_place([(target, data)], budget)
 
 
 def update_all_in_place(pairs: list, budget: Budget | None = None) -> None:
-    """``update_in_place`` for each ``(target, data)`` of one reply, all or none: a reply
-    refused for one argument (an optimizer's state) leaves the others (the model it
-    steps) as they were too, not half-updated."""
+    """``update_in_place`` for each ``(target, data)`` of one reply, all or none.
+
+    PyTorch refuses some changes only as they are made (a parameter's data swapped for a
+    tensor of another kind, such as one on meta), and a reply may be refused for one
+    argument (an optimizer's state) after another (the model it steps) took its changes:
+    whatever was changed is then put back, so a refused reply leaves nothing half-updated."""
     import copy
 
     import torch
 
+    budget = budget or Budget()
     kept: list = []
     try:
         for target, data in pairs:
@@ -776,7 +756,7 @@ def update_all_in_place(pairs: list, budget: Budget | None = None) -> None:
                 kept.append((target, _module_state(target)))
             elif isinstance(target, torch.optim.Optimizer):
                 kept.append((target, copy.deepcopy(target.state_dict())))
-            update_in_place(target, data, budget)
+            _update_one(target, data, budget, torch)
     except Exception:
         for target, state in reversed(kept):
             if isinstance(target, torch.nn.Module):
@@ -784,6 +764,23 @@ def update_all_in_place(pairs: list, budget: Budget | None = None) -> None:
             else:
                 target.load_state_dict(state)
         raise
+
+
+def _update_one(target, data, budget: Budget, torch) -> None:
+    if isinstance(target, torch.nn.Module):
+        if type(data) is not dict or data.get("$") != "module":
+            raise ValueError("the model came back as something else")
+        changes: list = []
+        _plan_update(target, data, "", changes, budget, torch)
+        for apply in changes:
+            apply()
+        return
+    if isinstance(target, torch.optim.Optimizer):
+        if type(data) is not dict or data.get("$") != "optimizer":
+            raise ValueError("the optimizer came back as something else")
+        _load_optimizer_state(target, data, budget)  # its parameters are the models' own
+        return
+    raise ValueError(f"a {type(target).__name__} crosses by value, not in place")
 
 
 def _plan_update(m, data, where: str, changes: list, budget: Budget, torch) -> None:

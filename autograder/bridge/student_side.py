@@ -11,6 +11,7 @@ nothing the notebook can see, and never raises.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 from autograder.bridge import plaindata, protocol
 
@@ -33,7 +34,7 @@ def serve(shell, prompt: str) -> None:
     publish_display_data({protocol.REPLY_MIME: text})
 
 
-def describe(namespace: dict, names: list[str], functions: list[str] = ()) -> dict:
+def describe(namespace: dict, names: list[str], functions: Sequence[str] = ()) -> dict:
     """Each answer as data; an answer the tests call (``functions``) that can be called is
     a function, whatever else it is (an ``nn.Module`` whose forward does the work would
     otherwise cross as a model, without its forward)."""
@@ -405,7 +406,7 @@ def copy_record(record: list, arguments=()):
                 data = rest[0] if rest else None
                 if name == "new" and (data is None or isinstance(data, (int, torch.Size))):
                     return  # Tensor.new(2, 3), .new(size): a shape, no data
-                if name == "new" and "Storage" in type(data).__name__:
+                if name == "new" and isinstance(data, (torch.TypedStorage, torch.UntypedStorage)):
                     return  # a tensor over a storage it was given: no copy
             source = data.device.type if isinstance(data, torch.Tensor) else "cpu"
             mine = threading.get_ident() in own  # another thread's copies are not the call's

@@ -13,6 +13,8 @@ built, with its own, unpatched operations.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from autograder.bridge import plaindata, protocol
 
 
@@ -275,7 +277,7 @@ def _exception_class(name: str) -> type:
     return _EXCEPTIONS[name]
 
 
-def bind(namespace: dict, names: list[str], functions: list[str] = ()) -> None:
+def bind(namespace: dict, names: list[str], functions: Sequence[str] = ()) -> None:
     """Give ``names`` in ``namespace`` the student's current answers (``functions``: those
     the tests call)."""
     reply = ask(protocol.describe_request(names, functions))

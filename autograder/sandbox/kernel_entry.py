@@ -78,10 +78,12 @@ def apply_limits(limits: dict, template: bool = False) -> None:
 def kernel_cpu_limit() -> None:
     """In a kernel forked from a template: the kernel's CPU limit, not the template's."""
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if soft != resource.RLIM_INFINITY:
-        resource.setrlimit(
-            resource.RLIMIT_CPU, (soft - TEMPLATE_START_CPU, hard - TEMPLATE_START_CPU)
-        )
+    # A limit the grader set is the allowance above the kernel's; one at or under the
+    # allowance was not raised and stays. An infinite hard limit stays infinite.
+    if soft != resource.RLIM_INFINITY and soft > TEMPLATE_START_CPU:
+        if hard != resource.RLIM_INFINITY:
+            hard -= TEMPLATE_START_CPU
+        resource.setrlimit(resource.RLIMIT_CPU, (soft - TEMPLATE_START_CPU, hard))
 
 
 def drop_root(uid: int) -> None:
