@@ -72,6 +72,12 @@ c.Sandbox.max_processes = 256  # processes + threads (RLIMIT_NPROC): stops fork 
 c.Sandbox.max_output_mb = 2  # output kept per notebook, on every path; the rest is dropped
 c.Sandbox.max_message_mb = 64  # largest message a kernel may send the grader
 c.Sandbox.max_file_mb = 200  # largest file a kernel may write
+# Units whose kernels import something costly every time: their kernels' templates import
+# it once per worker instead. An optimizer, a profile or a DataLoader first imports
+# torch._dynamo, about 1.5 CPU s in each of a submission's two kernels.
+c.Sandbox.template_preload = {
+    unit: ["torch._dynamo"] for unit in ("gpu_training", "gpu_data_loading", "gpu_profiling")
+}
 # LMS zip downloads (`course-grade ASSIGNMENT --zip FILE`): entries named like
 # Blackboard's, <prefix>_<student>_attempt_<date>_<file>. The LMS writes everything up to
 # the date; the file name after it is the student's own, so the id is what lies between

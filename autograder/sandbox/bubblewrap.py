@@ -42,12 +42,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from traitlets import Bool, Float, Integer, List, Unicode
+from traitlets import Bool, Dict, Float, Integer, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 # The layout inside the sandbox is kernel_entry's, which runs there and imports nothing
 # but the standard library.
-from autograder.sandbox.kernel_entry import STAGING_DIR, WORK_DIR, nested_argv  # noqa: F401
+from autograder.sandbox.kernel_entry import (  # noqa: F401
+    MODULE_NAME,
+    STAGING_DIR,
+    WORK_DIR,
+    nested_argv,
+)
 
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Public packages the notebooks import; editable installs point outside the venv.
@@ -183,11 +188,29 @@ class Sandbox(Configurable):
         "kernel needs (autograder.sandbox.kernel_template). False: start each one as any kernel "
         "(slower; the same isolation).",
     ).tag(config=True)
+    template_preload = Dict(
+        value_trait=List(Unicode()),
+        help="More modules the kernels' templates import before their first fork, by "
+        'assignment: {"gpu_training": ["torch._dynamo"]}. A module that a unit\'s kernels '
+        "import anyway, when it is costly (torch._dynamo: about 1.5 CPU s a kernel), is "
+        "then imported once per worker, not twice per submission.",
+    ).tag(config=True)
     bwrap = Unicode("bwrap", help="The bubblewrap executable.").tag(config=True)
     extra_ro_binds = List(
         Unicode(),
         help="More host paths to bind read-only (e.g. data sets the notebook reads).",
     ).tag(config=True)
+
+    @validate("template_preload")
+    def _module_names(self, proposal):
+        for assignment, names in proposal["value"].items():
+            bad = [name for name in names if not MODULE_NAME.fullmatch(name)]
+            if bad:
+                raise TraitError(
+                    f"Sandbox.template_preload[{assignment!r}]: {bad[0]!r} is not a module name"
+                )
+        return proposal["value"]
+
     devices = List(
         Unicode(),
         help="Device nodes to bind into the sandbox (course-grade --gpu binds the "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import sys
@@ -29,6 +30,9 @@ DIRS_ENV = "COURSE_GRADE_DIRS"
 # Set to a kind ("test", "student"): become that kind of kernel's template
 # (``autograder.sandbox.kernel_template``), not a kernel.
 TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
+# Comma-separated modules a template imports beyond its kind's own (Sandbox.template_preload).
+PRELOAD_ENV = "COURSE_GRADE_PRELOAD"
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # A template's exit status when it had more than one thread before a fork.
 UNSAFE_TO_FORK = 3
 MB = 1024 * 1024
@@ -129,10 +133,11 @@ def main() -> None:
         ]
         os.execv(nest, argv)
     kind = os.environ.pop(TEMPLATE_ENV, "")
+    more = [name for name in os.environ.pop(PRELOAD_ENV, "").split(",") if name]
     if kind:
         from autograder.sandbox import kernel_template
 
-        kernel_template.serve(kind)
+        kernel_template.serve(kind, more)
         return
     make_socket_folder(sys.argv)
     dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))

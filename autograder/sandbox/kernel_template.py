@@ -57,9 +57,11 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 
 from autograder.bridge import plaindata
 from autograder.sandbox.kernel_entry import (
+    MODULE_NAME,
     STAGING_DIR,
     UNSAFE_TO_FORK,
     WORK_DIR,
@@ -106,10 +108,15 @@ def threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def preload(kind: str) -> None:
+def preload(kind: str, more: Sequence[str] = ()) -> None:
+    """Import what every kernel of ``kind`` imports, and ``more``: the modules the
+    instructor's ``Sandbox.template_preload`` names for this assignment (a name is checked
+    again here: only a dotted module name is imported)."""
     import importlib
 
-    for name in PRELOAD[kind]:
+    for name in (*PRELOAD[kind], *more):
+        if not MODULE_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a module name")
         importlib.import_module(name)
 
 
@@ -131,9 +138,9 @@ def _reap(signum, frame) -> None:
             pass
 
 
-def serve(kind: str = "test") -> None:
+def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
     """Fork one kernel per request line until the host closes the pipe."""
-    preload(kind)
+    preload(kind, more)
     # No child may ptrace the template or read its memory through /proc: it would reach
     # every later child from there.
     if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:

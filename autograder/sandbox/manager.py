@@ -48,7 +48,14 @@ from traitlets.config import Configurable
 from autograder.fates import Event
 from autograder.sandbox import cgroups, kernel_entry
 from autograder.sandbox.bubblewrap import Sandbox
-from autograder.sandbox.kernel_entry import DIRS_ENV, LIMITS_ENV, NEST_ENV, TEMPLATE_ENV, UID_ENV
+from autograder.sandbox.kernel_entry import (
+    DIRS_ENV,
+    LIMITS_ENV,
+    NEST_ENV,
+    PRELOAD_ENV,
+    TEMPLATE_ENV,
+    UID_ENV,
+)
 from autograder.sandbox.messages import BoundedSession
 from autograder.sandbox.procs import live_threads
 from autograder.sandbox.relay import CHANNELS, Relay
@@ -137,6 +144,11 @@ class SandboxMixin(Configurable):
         help="A kind of kernel ('test', 'student'): start that kind's "
         "template (autograder.sandbox.kernel_template), which forks one kernel per "
         "request, instead of a kernel.",
+    ).tag(config=True)
+    preload = List(
+        Unicode(),
+        help="More modules the template imports before its first fork: "
+        "Sandbox.template_preload for the assignment being graded.",
     ).tag(config=True)
 
     relayed = Bool(
@@ -233,6 +245,7 @@ class SandboxMixin(Configurable):
         kw["stdin"] = subprocess.DEVNULL
         if self.template:  # its requests come on stdin; it says it is ready on stdout
             kw["env"][TEMPLATE_ENV] = self.template
+            kw["env"][PRELOAD_ENV] = ",".join(self.preload)
             kw["stdin"] = kw["stdout"] = subprocess.PIPE
         try:
             await super()._async_launch_kernel(command, **kw)

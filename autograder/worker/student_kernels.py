@@ -64,23 +64,30 @@ class TemplateUnusable(Exception):
     """No student-kernel template can serve: the kernel starts as any kernel."""
 
 
-def _key(config, uid: int, slot: int, extra_env) -> tuple:
+def _key(config, uid: int, slot: int, extra_env, preload) -> tuple:
     sandbox = Sandbox(config=config)
     settings = {
         name: getattr(sandbox, name)
         for name in sandbox.trait_names()
         if sandbox.trait_metadata(name, "config")
     }
-    return (slot, uid, json.dumps(settings, sort_keys=True, default=str), tuple(extra_env))
+    return (
+        slot,
+        uid,
+        json.dumps(settings, sort_keys=True, default=str),
+        tuple(extra_env),
+        tuple(preload),
+    )
 
 
-def template(config, uid: int, slot: int, extra_env=()) -> StudentTemplate:
-    """The student-kernel template of one grading thread (``slot``), run as ``uid``."""
-    key = _key(config, uid, slot, extra_env)
+def template(config, uid: int, slot: int, extra_env=(), preload=()) -> StudentTemplate:
+    """The student-kernel template of one grading thread (``slot``), run as ``uid``, that
+    has imported ``preload`` too (the assignment's ``Sandbox.template_preload``)."""
+    key = _key(config, uid, slot, extra_env, preload)
     if key not in _TEMPLATES:
         for other in [k for k in _TEMPLATES if k[0] == slot]:
             _TEMPLATES.pop(other).close()  # one template per slot: settings changed
-        _TEMPLATES[key] = StudentTemplate(config, uid, list(extra_env))
+        _TEMPLATES[key] = StudentTemplate(config, uid, list(extra_env), list(preload))
     return _TEMPLATES[key]
 
 
@@ -93,8 +100,9 @@ def close_all() -> None:
 class StudentTemplate:
     """One slot's template, started when first needed and again whenever it is gone."""
 
-    def __init__(self, config, uid: int, extra_env: list[str]):
+    def __init__(self, config, uid: int, extra_env: list[str], preload: list[str] | None = None):
         self.config, self.uid, self.extra_env = config, uid, extra_env
+        self.preload = preload or []
         self.km: SandboxedKernelManager | None = None
         self.folder: Path | None = None
         self.starts = 0
@@ -229,6 +237,7 @@ class StudentTemplate:
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.folder / "stage")
         km.extra_env = self.extra_env
         km.template = "student"
+        km.preload = self.preload
         try:
             await km.start_kernel()
         except Exception as exc:  # noqa: BLE001
@@ -311,7 +320,7 @@ class ForkedKernelManager(SandboxedKernelManager):
         if not sandbox.kernel_templates:
             reason = "kernel templates are turned off (Sandbox.kernel_templates)"
         else:
-            kept = template(self.config, self.uid, self.slot, self.extra_env)
+            kept = template(self.config, self.uid, self.slot, self.extra_env, self.preload)
             ports = {name: getattr(self, name) for name in PORTS}
             try:
                 return await self._launch_forked(kept, sandbox)

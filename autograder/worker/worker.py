@@ -244,6 +244,7 @@ def _config(course: Path, job: Job, scratch: Path):
     config.CourseDirectory.student_id = job.student
     each, total = file_limits(config)
     slot = _slot(Sandbox(config=config).uid_base)
+    preload_for(config, assignment)
     config.SandboxMixin.use_bwrap = job.sandbox
     config.SandboxMixin.uid = slot["uid"] if job.sandbox else -1
     config.SandboxMixin.runtime_root = str(scratch)
@@ -257,6 +258,12 @@ def _config(course: Path, job: Job, scratch: Path):
     if job.gpu:
         gpu_profile(config, slot["index"])
     return config
+
+
+def preload_for(config, assignment: str) -> None:
+    """The kernels' templates of this assignment import what the instructor's
+    ``Sandbox.template_preload`` names for it (nothing more for another assignment)."""
+    config.SandboxMixin.preload = list(Sandbox(config=config).template_preload.get(assignment, []))
 
 
 def gpu_profile(config, slot: int) -> None:

@@ -279,6 +279,36 @@ def test_the_gpu_profile_binds_the_devices_lifts_the_address_limit_and_picks_a_g
     assert list(config.SandboxMixin.extra_env) == ["CUDA_VISIBLE_DEVICES=5"]
 
 
+def test_an_assignments_templates_preload_only_what_the_config_names_for_it():
+    from traitlets import TraitError
+
+    from autograder.worker import worker
+
+    config = Config()
+    config.Sandbox.template_preload = {"gpu_training": ["torch._dynamo", "colorsys"]}
+    worker.preload_for(config, "gpu_training")
+    assert list(config.SandboxMixin.preload) == ["torch._dynamo", "colorsys"]
+    worker.preload_for(config, "gpu_tensors")
+    assert list(config.SandboxMixin.preload) == []
+    for bad in ("os; import shutil", "../x", "torch._dynamo ", ""):
+        with pytest.raises(TraitError, match="is not a module name"):
+            Sandbox(template_preload={"gpu_training": [bad]})
+
+
+def test_every_module_the_course_preloads_is_importable_for_one_of_its_units():
+    """A misspelled name would make every template of the unit fail to start (its kernels
+    then start as any kernel: slower, never wrong)."""
+    import importlib.util
+
+    from autograder.config import grading_config
+
+    preload = Sandbox(config=grading_config(ROOT)).template_preload
+    assert preload, "the course preloads nothing: units 2-4 pay torch._dynamo twice a submission"
+    units = {p.name for p in (ROOT / "source").iterdir() if p.is_dir()}
+    assert set(preload) <= units
+    assert all(importlib.util.find_spec(name) for names in preload.values() for name in names)
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_the_kernels_see_cuda_and_the_solution_keeps_full_marks(tmp_path):
     """course-grade --gpu: the hidden tests run on CUDA too (their device lists add "cuda"

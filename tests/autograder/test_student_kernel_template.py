@@ -41,11 +41,14 @@ def staged(tmp_path: Path, name: str, text: str) -> Path:
     return folder
 
 
-def run(cells: list[str], staging: Path, **sandbox) -> tuple[list[str], ForkedKernelManager]:
+def run(
+    cells: list[str], staging: Path, preload=(), **sandbox
+) -> tuple[list[str], ForkedKernelManager]:
     """Run a notebook in a forked student kernel: each cell's text, and the manager."""
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
     config = Config()
     config.SandboxMixin.uid, config.SandboxMixin.slot = UID, SLOT
+    config.SandboxMixin.preload = list(preload)
     config.SandboxMixin.staging = str(staging)
     config.SandboxMixin.runtime_root = tempfile.mkdtemp(prefix="cg-t", dir="/tmp")
     os.chmod(config.SandboxMixin.runtime_root, 0o755)
@@ -91,6 +94,19 @@ def test_the_kernel_is_forked_with_torch_loaded_and_only_its_own_files(tmp_path)
     )
     assert km.without_template is None
     assert texts == ["True ['mine.txt']\n"]
+
+
+def test_a_kernel_is_forked_from_a_template_that_imported_what_its_assignment_preloads(
+    tmp_path,
+):
+    cell = ["import sys; print('colorsys' in sys.modules)"]
+    plain, km = run(cell, staged(tmp_path, "mine.txt", "A"))
+    assert km.without_template is None and plain == ["False\n"]
+    preloaded, km = run(cell, staged(tmp_path, "mine.txt", "A"), preload=["colorsys"])
+    assert km.without_template is None and preloaded == ["True\n"]
+    # A module that is not there: no template can start, and the kernel starts as any kernel.
+    texts, km = run(cell, staged(tmp_path, "mine.txt", "A"), preload=["no_such_module_here"])
+    assert "could not start" in (km.without_template or "") and texts == ["False\n"]
 
 
 def test_a_second_submissions_kernel_sees_nothing_of_the_first(tmp_path):
