@@ -1,8 +1,8 @@
 """course-grade grades every unit like the first: the solution full marks, the release 0,
 other right answers full marks, and a few mistakes exactly their score with their hint.
 
-Each unit's handful of submissions is graded in a fresh course by the real course-grade,
-so its tests run in the trusted test kernel on answers fetched across the bridge as plain
+Each unit's handful of submissions is graded by the real course-grade (one `--all` run
+over a course that holds every unit), so its tests run in the trusted test kernel on answers fetched across the bridge as plain
 data: floats and strings, models, optimizers with their state, tensors on meta, a BytesIO,
 exceptions. The whole class of gpu_tensors, tricks included, is in test_pipeline.py.
 """
@@ -78,33 +78,45 @@ def _tricks(unit: str, subs) -> dict[str, tuple[nbformat.NotebookNode, str, obje
 
 
 # The first unit's whole class (right answers, every mistake, tricks) is graded by
-# course-grade in test_pipeline.py; here the units after it.
-@pytest.fixture(scope="module", params=[u for u in UNITS if u != ASSIGNMENT])
-def graded(request, tmp_path_factory):
-    unit = request.param
-    subs = submissions(unit)
-    tmp = tmp_path_factory.mktemp(f"grade-{unit}")
+# course-grade in test_pipeline.py; here the units after it, all in one course and one
+# `course-grade --all` run (one set of workers and templates for the three).
+LATER_UNITS = [u for u in UNITS if u != ASSIGNMENT]
+
+
+@pytest.fixture(scope="module")
+def graded_all(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("grade-units")
     course = build_course(tmp)  # the test course, with the first unit in its gradebook
-    if unit != ASSIGNMENT:
+    placed = {}
+    for unit in LATER_UNITS:
+        subs = submissions(unit)
         shutil.copytree(ROOT / "source" / unit, course / "source" / unit)
         nbgrader(course, "generate_assignment", unit, "--force")
-    inbox = tmp / "inbox"
-    inbox.mkdir()
-    cases = _cases(subs)
-    tricks = _tricks(unit, subs)
-    for student, (nb, _, _) in {**cases, **tricks}.items():
-        nbformat.write(nb, inbox / f"{student}.ipynb")
-    for i, mutant in enumerate(MUTANTS[unit]):  # scripts/test-the-tests grades them all
-        nb = subs.make_submission(subs.RELEASE, {**subs.SOLUTIONS, mutant.cell: mutant.code})
-        nbformat.write(nb, inbox / f"{mutation.student_id(i)}.ipynb")
+        cases, tricks = _cases(subs), _tricks(unit, subs)
+        notebooks = {student: nb for student, (nb, _, _) in {**cases, **tricks}.items()}
+        for i, mutant in enumerate(MUTANTS[unit]):  # scripts/test-the-tests grades them all
+            answers = {**subs.SOLUTIONS, mutant.cell: mutant.code}
+            notebooks[mutation.student_id(i)] = subs.make_submission(subs.RELEASE, answers)
+        for student, nb in notebooks.items():
+            folder = course / "submitted" / student / unit
+            folder.mkdir(parents=True)
+            nbformat.write(nb, folder / f"{unit}.ipynb")
+        placed[unit] = (cases, tricks)
     result = subprocess.run(
-        [CLI, unit, "--course", str(course), "--folder", str(inbox), "--no-progress", "-j", "2"],
+        [CLI, "--all", "--course", str(course), "--no-progress", "-j", "2"],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
         env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""},
     )
-    return unit, course, cases, result, tricks
+    return course, placed, result
+
+
+@pytest.fixture(params=LATER_UNITS)
+def graded(request, graded_all):
+    course, placed, result = graded_all
+    cases, tricks = placed[request.param]
+    return request.param, course, cases, result, tricks
 
 
 def test_the_unit_is_graded_and_each_submission_earns_its_expected_score(graded):
