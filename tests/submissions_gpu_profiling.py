@@ -71,24 +71,27 @@ def _q2(guard=GUARD, clipped=CLIPPED, merge=MERGE, percent=PERCENT) -> str:
     return _busy(guard, clipped, *merge, percent)
 
 
-# host_waits, written plainly: the correlations of the copies into pageable host memory,
-# then the calls.
+# host_waits, written plainly: the copies from the device to the host (correlation -> the
+# GPU-side copy's name), then the calls: a cudaMemcpy from the device, a cudaMemcpyAsync
+# into pageable memory.
 PAGEABLE = "'Memcpy DtoH (Device -> Pageable)'"
 TO_HOST = (
-    "to_host = {e['args']['correlation'] for e in events if e.get('cat') == 'gpu_memcpy'",
-    f"           and e.get('name') == {PAGEABLE}}}",
+    "to_host = {e['args']['correlation']: e['name'] for e in events if e.get('cat') == 'gpu_memcpy'",
+    "           and e.get('name', '').startswith('Memcpy DtoH')}",
 )
 SYNCS = "syncs = ('cudaStreamSynchronize', 'cudaDeviceSynchronize')"
 COPIES = "copies = ('cudaMemcpy', 'cudaMemcpyAsync')"
+COPY = "copy = lambda e: to_host.get(e.get('args', {}).get('correlation'))"
 KEEP = (
     "keep = [e for e in events if e.get('cat') == 'cuda_runtime' and (e['name'] in syncs",
-    "        or e['name'] in copies and e.get('args', {}).get('correlation') in to_host)]",
+    "        or e['name'] == 'cudaMemcpy' and copy(e) is not None",
+    f"        or e['name'] == 'cudaMemcpyAsync' and copy(e) == {PAGEABLE})]",
 )
 SORTED = "return [(e['name'], e['dur']) for e in sorted(keep, key=lambda e: e['ts'])]"
 
 
 def _q4(to_host=TO_HOST, syncs=SYNCS, copies=COPIES, keep=KEEP, result=SORTED) -> str:
-    return _waits(*to_host, syncs, copies, *keep, result)
+    return _waits(*to_host, syncs, copies, COPY, *keep, result)
 
 
 IMPORT = "from torch.profiler import profile, schedule"
@@ -200,18 +203,32 @@ MISTAKES: dict[str, Mistake] = {
         "repeat=1 runs the cycle once",
     ),
     "counts_copies_into_pinned_memory": Mistake(
-        "host_waits keeps every device-to-host copy, into pinned memory too (those return at once; "
-        "the wait, if any, is in the cudaStreamSynchronize after them)",
+        "host_waits keeps every device-to-host cudaMemcpyAsync, into pinned memory too (those "
+        "return at once; the wait, if any, is in the cudaStreamSynchronize after them)",
         {
             "q4_host_waits": _q4(
-                to_host=(
-                    "to_host = {e['args']['correlation'] for e in events if e.get('cat') == 'gpu_memcpy'",
-                    "           and e.get('name', '').startswith('Memcpy DtoH')}",
+                keep=(
+                    "keep = [e for e in events if e.get('cat') == 'cuda_runtime'",
+                    "        and (e['name'] in syncs or e['name'] in copies and copy(e) is not None)]",
                 )
             )
         },
         ("test_q4_copies",),
-        "counted a copy into pinned memory",
+        "counted a cudaMemcpyAsync into pinned memory",
+    ),
+    "only_copies_into_pageable_memory": Mistake(
+        "host_waits keeps a copy only into pageable memory, and so leaves out a cudaMemcpy into "
+        "pinned memory, which returns only once it is done",
+        {
+            "q4_host_waits": _q4(
+                keep=(
+                    "keep = [e for e in events if e.get('cat') == 'cuda_runtime'",
+                    f"        and (e['name'] in syncs or e['name'] in copies and copy(e) == {PAGEABLE})]",
+                )
+            )
+        },
+        ("test_q4_copies",),
+        "left out a cudaMemcpy into pinned memory",
     ),
     "counts_copies_to_the_device": Mistake(
         "host_waits keeps every cudaMemcpy and cudaMemcpyAsync, whatever their direction",
@@ -224,7 +241,7 @@ MISTAKES: dict[str, Mistake] = {
             )
         },
         ("test_q4_copies", "test_q4_order"),
-        "the CPU does not wait for those",
+        "counts only the waits for the GPU's results",
     ),
     "counts_kernel_launches": Mistake(
         "host_waits also keeps the kernel launches",
@@ -246,12 +263,10 @@ MISTAKES: dict[str, Mistake] = {
         "host_waits gives a copy the time of its GPU-side copy, not of the call",
         {
             "q4_host_waits": _q4(
-                to_host=(
-                    "to_host = {e['args']['correlation']: e['dur'] for e in events",
-                    f"           if e.get('cat') == 'gpu_memcpy' and e['name'] == {PAGEABLE}}}",
-                ),
                 result=(
-                    "return [(e['name'], to_host.get(e['args']['correlation'], e['dur']))"
+                    "durs = {e['args']['correlation']: e['dur'] for e in events"
+                    " if e.get('cat') == 'gpu_memcpy'}\n"
+                    "    return [(e['name'], durs.get(e['args']['correlation'], e['dur']))"
                     " for e in sorted(keep, key=lambda e: e['ts'])]"
                 ),
             )
@@ -359,7 +374,9 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "    if name.endswith('Synchronize'):",
             "        return name in ('cudaStreamSynchronize', 'cudaDeviceSynchronize')",
             "    copy = gpu_copies.get(e.get('args', {}).get('correlation'), '')",
-            f"    return name in ('cudaMemcpy', 'cudaMemcpyAsync') and copy == {PAGEABLE}",
+            "    if name == 'cudaMemcpy':",
+            "        return copy.startswith('Memcpy DtoH')",
+            f"    return name == 'cudaMemcpyAsync' and copy == {PAGEABLE}",
             "runtime = sorted((e for e in events if e.get('cat') == 'cuda_runtime'), key=lambda e: e['ts'])",
             "return [[e['name'], e['dur']] for e in runtime if waits(e)]",
         ),
