@@ -283,7 +283,7 @@ def _grade_class(
             pending.discard(student)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
-        files, notes = inbox.without_copies(files, notebooks)
+        files, notes = inbox.ordinary_cells(files, notebooks, cells)
         to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
     waiting = {job.student for job in to_grade}
     if force:  # listed before any is graded: an interruption leaves the rest to the next run

@@ -210,29 +210,48 @@ def deleted_problem(nb, source: dict[str, dict]) -> str | None:
     return None
 
 
-def without_copies(files: dict[str, bytes], notebooks: list[str]) -> tuple[dict, list[str]]:
-    """The files, with the nbgrader metadata taken off every copy of a cell (a learner
-    who copies a cell in JupyterLab copies its metadata; nbgrader keeps the first and
-    fails on the rest), and what was done, in words."""
+def ordinary_cells(
+    files: dict[str, bytes], notebooks: list[str], source: dict[str, dict] | None = None
+) -> tuple[dict, list[str]]:
+    """The files, with the nbgrader metadata taken off every cell that is not one of the
+    assignment's own, and what was done, in words. Two kinds: a copy of a cell (a learner
+    who copies a cell in JupyterLab copies its metadata; nbgrader keeps the first and fails
+    on the rest), and a cell whose metadata gives it no role and names no cell of
+    ``source`` (nbgrader's autograde drops such a name, then fails looking for it).
+    Either is graded as the ordinary cell it is."""
     notes = []
     for name in notebooks:
         nb = nbformat.reads(files[name].decode("utf-8"), as_version=4)
         seen: set[str] = set()
-        copies = []
-        for cell in nb.cells:
+        copies, stray = [], []
+        for number, cell in enumerate(nb.cells, start=1):
             meta = cell.get("metadata", {}).get("nbgrader")
-            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            if not isinstance(meta, dict):
+                continue
+            grade_id = meta.get("grade_id")
+            if source is not None and grade_id not in source and not any(
+                meta.get(flag) for flag in FLAGS
+            ):
+                del cell.metadata["nbgrader"]
+                stray.append(f"{grade_id}" if grade_id else f"cell {number}")
+                continue
             if grade_id is None:
                 continue
             if grade_id in seen:
                 del cell.metadata["nbgrader"]
                 copies.append(grade_id)
             seen.add(grade_id)
-        if copies:
+        if copies or stray:
             files = {**files, name: nbformat.writes(nb).encode()}
+        if copies:
             notes.append(
                 f"{name}: copies of cell(s) {', '.join(sorted(set(copies)))} graded "
                 "as ordinary cells (only the first counts)"
+            )
+        if stray:
+            notes.append(
+                f"{name}: cell(s) {', '.join(stray)} graded as ordinary cells (nbgrader "
+                "metadata that names no cell of the assignment and gives no role)"
             )
     return files, notes
 

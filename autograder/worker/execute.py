@@ -263,6 +263,13 @@ class TwoKernelExecute(Execute):
                 return reason, None
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         code = process.poll() if process is not None else None
+        if not getattr(process, "said", True):
+            # Never a limit's status: the silence may be the kernel's own doing.
+            return (
+                "the kernel ended, and the template it was forked from did not say how (a "
+                "kernel can stop or kill its template)",
+                None,
+            )
         used = getattr(process, "cpu_seconds", None)
         limit = Sandbox(config=self.config).cpu_seconds
         if code in fates.CPU_LIMIT_STATUSES and used is not None and limit and used < limit - 1:

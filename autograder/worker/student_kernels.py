@@ -263,6 +263,7 @@ class ForkedProcess:
         self.process, self.kept, self.pid = process, kept, process.pid
         self.returncode: int | None = None
         self.cpu_seconds: float | None = None  # once it has ended, where its template said
+        self.said = True  # False: it ended and its template did not say how (the code is a guess)
         self.stdin = self.stdout = self.stderr = None
         try:
             with open(f"/proc/{process.pid}/status") as f:
@@ -279,6 +280,9 @@ class ForkedProcess:
             except psutil.NoSuchProcess:
                 pass
             status = self.kept.exit_status(self.process)
+            # jupyter_client needs a code; a kernel can stop or kill its template, which
+            # then says nothing, and the code is only a stand-in (``said``).
+            self.said = status is not None
             self.returncode = status if status is not None else -9
             self.cpu_seconds = self.kept.cpu_seconds(self.process)
         return self.returncode

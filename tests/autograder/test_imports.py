@@ -184,7 +184,7 @@ def test_copies_of_a_cell_are_graded_as_ordinary_cells():
     nb = make_submission(RELEASE, SOLUTIONS)
     nb.cells.insert(5, nbformat.from_dict(nb.cells[3]))
     files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
-    cleaned, notes = inbox.without_copies(files, ["gpu_tensors.ipynb"])
+    cleaned, notes = inbox.ordinary_cells(files, ["gpu_tensors.ipynb"])
     ids = [
         c.metadata.get("nbgrader", {}).get("grade_id")
         for c in nbformat.reads(cleaned["gpu_tensors.ipynb"].decode(), as_version=4).cells
@@ -193,6 +193,29 @@ def test_copies_of_a_cell_are_graded_as_ordinary_cells():
     assert notes == [
         "gpu_tensors.ipynb: copies of cell(s) checks graded as ordinary cells "
         "(only the first counts)"
+    ]
+
+
+def test_a_cell_named_with_no_role_is_graded_as_an_ordinary_cell():
+    """nbgrader's autograde drops a name that is not the assignment's, then fails looking
+    for it (the grader's own error, on every run): such a cell, or one with nbgrader
+    metadata and no name, loses that metadata; the assignment's own cells keep theirs."""
+    nb = make_submission(RELEASE, SOLUTIONS)
+    roleless = {"grade": False, "solution": False, "locked": False, "schema_version": 3}
+    named = nbformat.v4.new_code_cell("notes = 1")
+    named.metadata["nbgrader"] = {"grade_id": "my_notes", **roleless}
+    nameless = nbformat.v4.new_code_cell("notes = 2")
+    nameless.metadata["nbgrader"] = dict(roleless)
+    nb.cells += [named, nameless]
+    files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
+    source = {"checks": {"cell_type": "code", "locked": True}}
+    cleaned, notes = inbox.ordinary_cells(files, ["gpu_tensors.ipynb"], source)
+    cells = nbformat.reads(cleaned["gpu_tensors.ipynb"].decode(), as_version=4).cells
+    assert "nbgrader" not in cells[-1].metadata and "nbgrader" not in cells[-2].metadata
+    assert cells[3].metadata["nbgrader"]["grade_id"] == "checks"
+    assert notes == [
+        f"gpu_tensors.ipynb: cell(s) my_notes, cell {len(cells)} graded as ordinary cells "
+        "(nbgrader metadata that names no cell of the assignment and gives no role)"
     ]
 
 
