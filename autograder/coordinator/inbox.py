@@ -229,8 +229,10 @@ def ordinary_cells(
             if not isinstance(meta, dict):
                 continue
             grade_id = meta.get("grade_id")
-            if source is not None and grade_id not in source and not any(
-                meta.get(flag) for flag in FLAGS
+            if (
+                source is not None
+                and grade_id not in source
+                and not any(meta.get(flag) for flag in FLAGS)
             ):
                 del cell.metadata["nbgrader"]
                 stray.append(f"{grade_id}" if grade_id else f"cell {number}")
