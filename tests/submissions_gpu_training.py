@@ -115,12 +115,6 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_training_memory",),
         "use p.element_size()",
     ),
-    "whole_mb_as_ints": Mistake(
-        "the right sizes typed as ints, 400, 200 and 300: each shows 1 significant figure",
-        {"q1_memory": "adam_mb = 400\nsgd_mb = 200\nsgd_momentum_mb = 300"},
-        ("test_q1_memory_form",),
-        "write a whole number with its decimal point",
-    ),
     "final_read_twice": Mistake(
         "the read at the end counted on top of the last one: 11 and 2",
         {"q2_waits": "waits_every_step = 1000\nwaits_every_100 = 11\nwaits_read_once = 2"},
@@ -465,8 +459,9 @@ MISTAKES: dict[str, Mistake] = {
 FULL_MARKS: dict[str, dict[str, str]] = {
     "other_right_answers": {
         **SOLUTIONS,
-        # MB typed in, whole numbers with their decimal point: exact.
-        "q1_memory": "adam_mb = 400.0\nsgd_mb = 200.0\nsgd_momentum_mb = 3e2",
+        # Whole MB as ints, typed or made by Python's exact arithmetic: exact (a fresh
+        # review's right answers had lost the visible test's point).
+        "q1_memory": "adam_mb = 25_000_000 * 4 * 4 // 10**6\nsgd_mb = 200\nsgd_momentum_mb = 3e2",
         # Adam's step counters counted too (one float32 number per parameter tensor): the
         # question accepts both.
         "q1_training_memory": (

@@ -350,20 +350,21 @@ def test_a_tensor_is_read_as_a_plain_tensor_the_check_makes(checks):
 
 def test_precision_two_significant_figures_stated_and_checked(checks):
     figures = checks["significant_figures"]
+    inf = float("inf")  # a whole number may be exact: the hidden tests judge it
     assert [figures(v) for v in (0.79, 0.5, 1, 1.0, 0.786432, 786432, 12.0, 0.48, 0.976)] == [
         2,
         1,
-        1,
-        1,
+        inf,
+        inf,
         6,
-        6,
-        2,
+        inf,
+        inf,
         2,
         3,
     ]
     check_number, check_close = checks["check_number"], checks["check_close"]
     # The visible test refuses an answer rounded further than asked, and says why.
-    for value in (0.5, 1, 0.8):
+    for value in (0.5, 0.3, 0.8):
         message = _fails(checks, check_number, "copy_ms", value, 1e-7, 1e6, "ms", figures=2)
         assert "1 significant figure" in message and "at least 2" in message
     check_number("q2_mb", 0.79, 0.001, 1000, "MB", figures=2)
@@ -430,30 +431,28 @@ def training_checks():
 
 
 @pytest.mark.parametrize("unit_name", ["gpu_training", "gpu_data_loading"])
-def test_precision_a_whole_int_shows_its_digits_and_a_whole_float_is_exact(unit_name):
-    """Issue 18: 53 for 53.3 % and 39 for 38.5 MB passed the visible test silently. An int
-    shows only its digits, less trailing zeros (it may have been rounded); a whole number
-    written with its decimal point, or computed as a float, is exact. The visible check
-    knows no expected value, so its verdict cannot give away whether the answer is whole."""
+def test_precision_a_whole_number_is_exact_and_an_int_gets_a_note(unit_name, capsys):
+    """Issue 18: 53 for 53.3 % and 39 for 38.5 MB passed the visible test silently; then a
+    fresh review's right answers, exact ints that Python made (max(12 / 2, 2, 8) is the
+    int 8), lost the visible test's point. A whole number, int or float, passes the visible
+    test (the hidden tests, which know the value, refuse a rounded one); an int with fewer
+    digits than asked gets a note that says so. The visible check knows no expected value,
+    so its verdict cannot give away whether the answer is whole."""
     import numpy as np
 
     checks = checks_of(submissions(unit_name))
     check_number = checks["check_number"]
     for value in (400.0, 3e2, 15.0, np.float64(8.0), 53.3, 38.5, 381.4697265625, 12.5, 154, 1234):
         check_number("x", value, 0.01, 100_000, "ms", figures=3)
-    for value, shows in (
-        (53, 2),
-        (39, 2),
-        (400, 1),
-        (15, 2),
-        (8, 1),
-        (np.int64(53), 2),
-        (0.45, 2),
-        (3.5, 2),
-    ):
+    assert "Note" not in capsys.readouterr().out
+    for value in (53, 39, 400, 15, 8, np.int64(53)):
+        check_number("x", value, 0.01, 100_000, "ms", figures=3)
+        note = capsys.readouterr().out
+        assert f"x = {int(value)!r} is a whole number: right if it is exact" in note
+        assert "at least 3 significant figures" in note
+    for value, shows in ((0.45, 2), (3.5, 2)):
         message = _fails(checks, check_number, "x", value, 0.01, 100_000, "ms", figures=3)
         assert f"rounded to {shows} significant figure" in message and "at least 3" in message
-        assert "its decimal point (20 as 20.0)" in message
 
 
 def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(
