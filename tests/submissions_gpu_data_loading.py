@@ -182,13 +182,14 @@ MISTAKES: dict[str, Mistake] = {
         "not a plausible number of ms",
     ),
     "rounded_to_whole_numbers": Mistake(
-        "53.3 % and 38.5 MB rounded to whole numbers, 53 and 39: further than the 3 figures asked",
+        "53.3 % and 38.5 MB rounded to whole numbers, 53 and 39: further than the 3 figures "
+        "asked (the visible tests pass a whole number with a note; the hidden tests know the value)",
         {
             "q1_overlap": _q1(busy="53"),
             "q3_bytes": "float32_mb = 154.14\nuint8_mb = 39\nfloat32_ms = 6.17\nuint8_ms = 1.54",
         },
-        ("test_q1_form", "test_q1_busy", "test_q3_form", "test_q3_sizes"),
-        "this question asks for at least 3",
+        ("test_q1_busy", "test_q3_sizes"),
+        "close, but not to the precision asked",
     ),
     "always_the_sum": Mistake(
         "steady_state sums the stages even when they overlap",

@@ -126,12 +126,6 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_share",),
         "give a percentage (multiply by 100)",
     ),
-    "share_rounded_to_a_whole_number": Mistake(
-        "the share rounded to a whole number, 24: further than the 3 figures asked",
-        {"q1_table": _q1(share="24")},
-        ("test_q1_form",),
-        "this question asks for at least 3",
-    ),
     "overlaps_counted_twice": Mistake(
         "gpu_busy_percent adds up the clipped intervals without merging them: overlaps count twice",
         {
@@ -403,6 +397,9 @@ FULL_MARKS: dict[str, dict[str, str]] = {
 # with a list comprehension over a set of the copies' correlations.
 FULL_MARKS["sort_and_merge"] = {
     **SOLUTIONS,
+    # 24.03 % typed as the whole number 24: that is 24.0, right to the 3 figures asked (the
+    # visible test passes it with a note; the hidden test knows the value).
+    "q1_table": _q1(share="24"),
     "q2_busy": _busy(
         "merged = []",
         "for a, b in sorted(intervals):",
