@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -60,6 +61,8 @@ from autograder.sandbox.messages import BoundedSession
 from autograder.sandbox.procs import live_threads
 from autograder.sandbox.relay import CHANNELS, Relay
 from autograder.sandbox.watchdog import Watchdog, kill_tree
+
+log = logging.getLogger(__name__)
 
 SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
 SOCKETS_IN_SANDBOX = "/tmp/.kernel/ipc"  # the kernel's sockets: <this>-<port>, in its tmpfs
@@ -337,11 +340,15 @@ class SandboxMixin(Configurable):
         self._said = said
         for line in lines:
             parts = line.split()
-            if len(parts) == 4 and parts[0] == b"exit":
-                exits[int(parts[1])] = int(parts[2])
-                self.__dict__.setdefault("_cpu", {})[int(parts[1])] = float(parts[3])
-            elif len(parts) == 2 and parts[0] == b"forked":
-                self.__dict__.setdefault("_forked", []).append(int(parts[1]))
+            try:
+                if len(parts) == 4 and parts[0] == b"exit":
+                    pid, status, cpu = int(parts[1]), int(parts[2]), float(parts[3])
+                    exits[pid] = status
+                    self.__dict__.setdefault("_cpu", {})[pid] = cpu
+                elif len(parts) == 2 and parts[0] == b"forked":
+                    self.__dict__.setdefault("_forked", []).append(int(parts[1]))
+            except ValueError:  # not a line the template wrote: nothing is said by it
+                log.warning("a kernel template wrote a line that is not its own: %r", line[:200])
         return exits
 
     def template_cpu(self) -> dict:

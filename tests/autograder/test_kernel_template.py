@@ -153,3 +153,24 @@ def test_kernel_templates_can_be_turned_off(tmp_path):
         assert "turned off" in kernel.without_template and kernel.starts == 1
     finally:
         kernel.close()
+
+
+def test_a_line_the_template_did_not_write_says_nothing(caplog):
+    """The host reads a template's `exit PID STATUS CPU` and `forked PID` lines: a line that
+    does not parse is not the template's, and neither fills a fate nor stops the reading."""
+    import types
+
+    from autograder.sandbox.manager import SandboxedKernelManager
+
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.write(write, b"exit 7 0 1.50\nexit x y z\nforked 9\nexit 8 -9 much\nexit 10 152 2.25\n")
+    km = SandboxedKernelManager()
+    with os.fdopen(read, "rb") as out:
+        km.__dict__["provisioner"] = types.SimpleNamespace(
+            process=types.SimpleNamespace(stdout=out)
+        )
+        assert km.template_said() == {7: 0, 10: 152}
+        assert km.template_cpu() == {7: 1.5, 10: 2.25}
+    os.close(write)
+    assert "not its own" in caplog.text
