@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -143,17 +144,84 @@ def question_column(assignment: str, question: str) -> str:
     return f"{assignment} {question} (raw)"
 
 
+# nbgrader's own grades.csv columns (its CsvExportPlugin), in its order.
+NBGRADER_COLUMNS = (
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+)
+
+
+def nbgrader_rows(gb, assignments: list[str]) -> list[dict[str, str]]:
+    """The rows of nbgrader's ``nbgrader export`` (CsvExportPlugin), with its values: a
+    student with no submission has 0, and score is the raw score less the late penalty.
+    Made here, not by the plugin, because the plugin joins its fields with commas
+    unquoted: a roster name such as "March, Jr." shifted every column after it."""
+    from nbgrader.api import MissingEntry
+
+    rows = []
+    for assignment in gb.assignments:
+        if assignment.name not in assignments:
+            continue
+        for student in gb.students:
+            row = {
+                "assignment": assignment.name,
+                "duedate": assignment.duedate,
+                "student_id": student.id,
+                "last_name": student.last_name,
+                "first_name": student.first_name,
+                "email": student.email,
+                "max_score": assignment.max_score,
+            }
+            try:
+                submission = gb.find_submission(assignment.name, student.id)
+            except MissingEntry:
+                row.update(timestamp="", raw_score=0.0, late_submission_penalty=0.0, score=0.0)
+            else:
+                penalty = submission.late_submission_penalty
+                row.update(
+                    timestamp=submission.timestamp,
+                    raw_score=submission.score,
+                    late_submission_penalty=penalty,
+                    score=max(0.0, submission.score - penalty),
+                )
+            rows.append({k: "" if v is None else str(v) for k, v in row.items()})
+    return rows
+
+
+def write_csv_atomically(dest: Path, header: list[str], rows: list) -> None:
+    """A CSV file that is whole or as it was: written beside ``dest``, then renamed over it
+    (an export that stops halfway never leaves a cut-down grades file for an upload)."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        if rows and isinstance(rows[0], dict):
+            writer: csv.DictWriter | csv.writer = csv.DictWriter(f, header)
+            writer.writeheader()
+        else:
+            writer = csv.writer(f)
+            writer.writerow(header)
+        writer.writerows(rows)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, dest)
+
+
 def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None:
-    """nbgrader's own CSV export of these assignments: a row per student and assignment."""
+    """nbgrader's CSV export of these assignments, a row per student and assignment (every
+    field quoted as CSV needs), with a column per question beside it."""
     from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
 
     config = grading_config(course_root)
-    plugin = CsvExportPlugin(config=config)
-    plugin.to = str(dest)
-    plugin.assignment = list(assignments)
     with Gradebook(config.CourseDirectory.db_url) as gb:
-        plugin.export(gb)
+        rows = nbgrader_rows(gb, list(assignments))
     # Then a column per question (Otter's final_grades.csv has one per question), beside
     # nbgrader's own columns: score there is already after the late penalty. A column is
     # named for its unit (units' "Question 2"s differ) and says it is before the penalty,
@@ -163,9 +231,6 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
         a: {question_column(a, q): q for q in questions(course_root, a)} for a in assignments
     }
     names = [name for a in assignments for name in columns[a]]
-    with open(dest, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        fields, rows = list(reader.fieldnames or []), list(reader)
     none = {a: ungraded(course_root, a) for a in assignments}
     listed = {(row["assignment"], row["student_id"]) for row in rows}
     for assignment in assignments:  # every ungraded submission has its (blank) row
@@ -181,10 +246,7 @@ def export_grades(course_root: Path, assignments: list[str], dest: Path) -> None
         if row["student_id"] in none.get(row["assignment"], {}):
             for name in ("raw_score", "late_submission_penalty", "score", *names):
                 row[name] = ""
-    with open(dest, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fields + names)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv_atomically(dest, [*NBGRADER_COLUMNS, *names], rows)
 
 
 # Canvas's gradebook import: these identity columns, then one column per assignment, and
@@ -246,11 +308,9 @@ def export_canvas(course_root: Path, assignments: list[str], dest: Path) -> Path
                 penalty = submission.late_submission_penalty or 0  # nbgrader's late penalty
                 scores.append(f"{max(0.0, submission.score - penalty):g}")
             rows.append([name, "", "", student.id, "", *scores])
-    with open(dest, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow([*CANVAS_COLUMNS, *(headers.get(a, a) for a in assignments)])
-        writer.writerow(["Points Possible", "", "", "", "", *(f"{p:g}" for p in points)])
-        writer.writerows(rows)
+    points_row = ["Points Possible", "", "", "", "", *(f"{p:g}" for p in points)]
+    header = [*CANVAS_COLUMNS, *(headers.get(a, a) for a in assignments)]
+    write_csv_atomically(dest, header, [points_row, *rows])
     return dest
 
 

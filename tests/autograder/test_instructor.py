@@ -217,6 +217,40 @@ def test_grades_csv_names_each_question_column_for_its_unit(tmp_path):
         assert all((rows[unit][n] == "0") == n.startswith(unit + " ") for n in asked), unit
 
 
+def test_a_roster_name_with_a_comma_or_a_quote_keeps_every_column_of_grades_csv(tmp_path):
+    """nbgrader's CSV export joins its fields with commas, unquoted: after `nbgrader db
+    student import` of "March, Jr.", a fresh instructor's every run stopped with a
+    traceback and left grades.csv cut down. Every field is quoted as CSV needs, and the
+    nbgrader columns keep their names and values."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator.report import NBGRADER_COLUMNS, export_grades
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_assignment(ASSIGNMENT, duedate=datetime.datetime(2024, 3, 1))
+        gb.add_student("stu_jo", first_name='Jo "JJ"', last_name="March, Jr.", email="jo@x")
+        gb.add_student("ada")
+        gb.add_submission(ASSIGNMENT, "ada")
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    with open(course / "grades.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames or [], {r["student_id"]: r for r in reader}
+    assert header[: len(NBGRADER_COLUMNS)] == list(NBGRADER_COLUMNS)
+    assert None not in rows["stu_jo"]  # no field left over past the header
+    jo = rows["stu_jo"]
+    assert (jo["last_name"], jo["first_name"], jo["email"]) == ("March, Jr.", 'Jo "JJ"', "jo@x")
+    assert (jo["raw_score"], jo["score"], jo["max_score"]) == (
+        "0.0",
+        "0.0",
+        rows["ada"]["max_score"],
+    )
+    assert jo["duedate"] == "2024-03-01 00:00:00" and jo["timestamp"] == ""
+    assert not list(course.glob(".*.tmp"))  # written beside it, then renamed over it
+
+
 def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_says_why(tmp_path):
     """eve's grading failed (fate error), dave's folder held no notebook, erin an invalid one: no
     export gives them a 0 (which would overwrite the LMS's grade); both grades.csv and
