@@ -43,7 +43,8 @@ from autograder.sandbox import safefiles
 log = logging.getLogger(__name__)
 
 Problem = tuple[str, str, str]  # (student id, or "" when none can be told; fate; message)
-NOTE = "note"  # a Problem's fate when it is no fate: a note against that student (a forgery)
+NOTE = "note"  # a Problem's fate when it is no fate: a note against that student (a forgery,
+# or an entry refused beside an attempt of theirs that is taken)
 
 
 class ImportFailed(Exception):
@@ -212,6 +213,15 @@ class SafeExchangeCollect(ExchangeCollect):
                 records.setdefault(record["username"], []).append(record)
         self.problems = [p for p in self.problems if gate.chosen(p[0])]
         records = {student: r for student, r in records.items() if gate.chosen(student)}
+        # An entry left for review beside an attempt that is taken is no fate of the
+        # student's: they are graded on that attempt, and the entry is said in every report
+        # (as a fate, it replaced their grade, and every later collect graded them again).
+        self.problems = [
+            (p[0], NOTE, f"{p[2]} (graded on another attempt of theirs)")
+            if p[1] == NEEDS_REVIEW and p[0] in records
+            else p
+            for p in self.problems
+        ]
         # An entry that is not taken still gives its student a fate (a gradebook row): its
         # id must pass the case check too, or "VIC1" would shut the real vic1 out for good.
         fated = {p[0] for p in self.problems if p[0] and p[1] != NOTE}

@@ -491,6 +491,46 @@ def test_a_late_folder_named_with_an_early_date_is_left_for_review(course, tmp_p
     assert taken == honest
 
 
+def test_a_backdated_entry_beside_an_attempt_that_is_taken_is_said_not_made_a_fate(
+    course, tmp_path, monkeypatch
+):
+    """A student with an on-time attempt, and a later folder named with an earlier date:
+    they are graded on the on-time attempt, and the refused folder is a note in every
+    report. As a fate (`needs review`) it replaced their grade, and every later collect
+    graded them again (a fresh instructor's run)."""
+    import datetime
+    import time
+
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator.ledger import Ledger
+
+    monkeypatch.setattr(importers, "BACKDATE_SLACK", datetime.timedelta(0))
+    inbound = _exchange_inbound(course, tmp_path)
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    on_time = _utc_now()
+    folder = inbound / f"{me}+gpu_tensors+{on_time:%Y-%m-%d %H:%M:%S.%f UTC}+a"
+    folder.mkdir()
+    (folder / "gpu_tensors.ipynb").write_bytes(NB)
+    time.sleep(0.05)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
+    time.sleep(0.05)
+    early = on_time - datetime.timedelta(seconds=1)
+    late = inbound / f"{me}+gpu_tensors+{early:%Y-%m-%d %H:%M:%S.%f UTC}+b"
+    late.mkdir()
+    (late / "gpu_tensors.ipynb").write_bytes(BLANK)
+    problems = importers.import_exchange(course, "gpu_tensors")
+    [(student, fate, message)] = problems
+    assert (student, fate) == (me, importers.NOTE)
+    assert "the name cannot be its date" in message and "graded on another attempt" in message
+    taken = course / "submitted" / me / "gpu_tensors"
+    assert (taken / "gpu_tensors.ipynb").read_bytes() == NB
+    importers.record_problems(course, "gpu_tensors", problems)
+    ledger = Ledger(course, "gpu_tensors")
+    assert ledger.get(me) is None and any("graded on another" in n for n in ledger.notes()[me])
+
+
 def test_a_notebook_rewritten_in_place_after_the_due_date_is_left_for_review(
     course, tmp_path, monkeypatch
 ):
