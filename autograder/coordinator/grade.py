@@ -37,7 +37,7 @@ from autograder.coordinator.ledger import Ledger
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, unprivileged, unprivileged_problem
-from autograder.worker import gradebooks
+from autograder.worker import gradebooks, tmpdirs
 from autograder.worker.worker import grade_job, init_worker
 
 log = logging.getLogger(__name__)
@@ -336,6 +336,11 @@ class LocalPool:
     def __init__(self, workers: int, files_of_course: CourseFiles):
         self.workers, self.files_of_course = max(1, workers), files_of_course
         self.killed = False
+        for stale in tmpdirs.remove_stale():
+            log.info("removed %s: a run of this user's that ended without removing it", stale)
+        # Every worker's folders (copies of the course, submissions, kernels) are made in
+        # this one folder, which goes with the pool however its workers end.
+        self.run_folder = tmpdirs.new_run()
         _quiet_resource_tracker()
         self.context = multiprocessing.get_context("spawn")
         self.stop = self.context.Event()  # set: every worker cleans up and exits
@@ -349,7 +354,7 @@ class LocalPool:
             self.workers,
             mp_context=self.context,
             initializer=init_pool_worker,
-            initargs=(self.files_of_course, self.stop),
+            initargs=(self.files_of_course, self.stop, str(self.run_folder)),
         )
         for _ in range(self.workers):
             pool.submit(os.getpid)
@@ -365,6 +370,10 @@ class LocalPool:
     def shutdown(self) -> None:
         if not self.killed:  # a killed pool's threads may never finish: nobody waits
             self.executor.shutdown(wait=True, cancel_futures=True)
+        self.remove_run_folder()
+
+    def remove_run_folder(self) -> None:
+        shutil.rmtree(self.run_folder, ignore_errors=True)  # never follows a link inside
 
     def kill(self) -> None:
         """End every worker now (Ctrl-C): the jobs in flight go, what is recorded stays.
@@ -386,6 +395,9 @@ class LocalPool:
                 if process.is_alive():
                     process.kill()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        # Whatever a worker could not remove (it was killed, or ended before its stop
+        # thread ran) goes with the run folder.
+        self.remove_run_folder()
 
 
 def _quiet_resource_tracker() -> None:
@@ -405,9 +417,12 @@ def _quiet_resource_tracker() -> None:
         os.close(null)
 
 
-def init_pool_worker(files_of_course: CourseFiles | None = None, stop=None) -> None:
-    """A local pool's initializer: the worker's own (``init_worker``), with its files in
-    /tmp private, and a thread that cleans up and ends the worker once ``stop`` is set.
+def init_pool_worker(
+    files_of_course: CourseFiles | None = None, stop=None, run_folder: str | None = None
+) -> None:
+    """A local pool's initializer: the worker's own (``init_worker``), with its files
+    private, in the pool's ``run_folder``, and a thread that cleans up and ends the worker
+    once ``stop`` is set.
 
     A thread, not a signal handler: Python runs handlers in the main thread only, which
     may be blocked for good on a kernel that Ctrl-C killed."""
@@ -417,6 +432,8 @@ def init_pool_worker(files_of_course: CourseFiles | None = None, stop=None) -> N
     # ``safefiles.write_tree`` with its own modes; they only pass through the course
     # copy's folder to their test files (the source's data, no secret).
     os.umask(0o077)
+    if run_folder is not None:
+        tmpdirs.use(run_folder)
     init_worker(files_of_course)
     from autograder.worker import worker
 

@@ -31,7 +31,6 @@ import logging
 import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from autograder.sandbox.manager import (
     discard,
     kill_tree,
 )
+from autograder.worker import tmpdirs
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ class StudentTemplate:
 
     async def _start(self) -> None:
         started = time.monotonic()
-        self.folder = Path(tempfile.mkdtemp(prefix="cg-student-", dir="/tmp"))
+        self.folder = tmpdirs.make("cg-student-")
         self.folder.chmod(0o711)
         (self.folder / "stage").mkdir()
         (self.folder / "stage").chmod(0o711)

@@ -18,7 +18,6 @@ import ast
 import json
 import secrets
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from autograder.sandbox.manager import (
     is_running,
 )
 from autograder.sandbox.messages import BoundedSession
+from autograder.worker import tmpdirs
 from autograder.worker.outputs import content_size
 
 STARTUP_TIMEOUT = 60
@@ -182,7 +182,7 @@ class TrustedKernel:
 
     async def _start(self, template: bool) -> None:
         started = time.monotonic()
-        self.folder = Path(tempfile.mkdtemp(prefix="cg-test-", dir="/tmp"))
+        self.folder = tmpdirs.make("cg-test-")
         self.folder.chmod(0o755)
         km = SandboxedKernelManager(config=self.config)
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.staging)

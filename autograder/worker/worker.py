@@ -28,7 +28,6 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,7 +38,14 @@ from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, gpu_devices, unprivileged
 from autograder.sandbox.manager import die_with_parent
-from autograder.worker import execute, gradebooks, nbgrader_threads, student_kernels, trusted_kernel
+from autograder.worker import (
+    execute,
+    gradebooks,
+    nbgrader_threads,
+    student_kernels,
+    tmpdirs,
+    trusted_kernel,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +109,7 @@ def _scratch() -> Path:
     try:
         folder.mkdir(mode=0o700)  # fails if anything is there, a link included
     except (AttributeError, OSError):
-        folder = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
+        folder = tmpdirs.make("cg-")
         _SCRATCH[threading.get_ident()] = folder
     folder.chmod(0o711)  # the kernels' uids pass through to their files; no one lists it
     return folder
@@ -188,7 +194,7 @@ def _prepare(course_files: CourseFiles) -> Path:
     gradebooks.share_engines()
     gradebooks.share_validators()
     nbgrader_threads.install()
-    folder = Path(tempfile.mkdtemp(prefix="cg-course-", dir="/tmp"))
+    folder = tmpdirs.make("cg-course-")
     folder.chmod(0o711)  # the test kernel's uid passes through to test-files; no one lists it
     atexit.register(shutil.rmtree, folder, True)
     assignment = course_files.assignment
@@ -281,10 +287,15 @@ def gpu_profile(config, slot: int) -> None:
     config.SandboxMixin.extra_env = [f"CUDA_VISIBLE_DEVICES={visible}"]
 
 
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
+
+
 def _student_files(course: Path, job: Job, scratch: Path, each: int, total: int) -> Path:
     """The student's kernel's files: the submission's own, then the release's data over
     them, never a notebook (the autograded one holds the hidden tests)."""
-    not_notebook = lambda rel: rel.endswith(".ipynb") or rel == "timestamp.txt"  # noqa: E731
+    # Nor nbgrader's timestamp, nor the exchange's secret: it names the student's feedback
+    # file in the exchange, and is nobody's to read (the kernel has no use for it).
+    not_notebook = lambda rel: rel.endswith(".ipynb") or rel in NBGRADER_FILES  # noqa: E731
     files = {name: data for name, data in job.files.items() if not not_notebook(name)}
     release = course / "release" / job.course.assignment
     if release.is_dir():

@@ -8,11 +8,14 @@ that breaks the pool while alone is given up, the others are graded.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
 
@@ -75,10 +78,50 @@ def test_only_the_submission_that_kills_its_worker_is_given_up(monkeypatch):
 
 @pytest.mark.slow
 def test_the_local_pool_starts_again_after_a_worker_is_killed():
+    """... and what a killed worker could not remove (its copies of the course) goes with
+    the pool's run folder when the pool ends (an instructor's Ctrl-C left copies in /tmp)."""
+    from autograder.worker import tmpdirs
+
     with grade.local_pool(1, None) as (pool, _):
         pid = pool.submit(os.getpid).result(timeout=120)
+        folder = pool.submit(tmpdirs.make, "cg-course-").result(timeout=120)
+        assert folder.parent == pool.run_folder and folder.is_dir()
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(BrokenProcessPool):
             pool.submit(os.getpid).result(timeout=120)
         pool.restart()
         assert pool.submit(os.getpid).result(timeout=120) != pid
+    assert not folder.exists() and not pool.run_folder.exists()
+
+
+def test_a_run_folder_whose_coordinator_is_gone_is_removed_and_a_live_ones_kept(tmp_path):
+    """A coordinator killed before it removed its run folder (copies of the course,
+    submissions) leaves it behind: the next run of the same user removes it, and never
+    one whose coordinator still runs."""
+    import subprocess
+    import sys
+
+    from autograder.worker import tmpdirs
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = Path(tempfile.mkdtemp(prefix=f"cg-run-{gone.stdout.strip()}-", dir="/tmp"))
+    (dead / "cg-course-x" / "source").mkdir(parents=True)
+    (dead / "cg-course-x" / "source" / "hidden.txt").write_text("a hidden test")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    (dead / "cg-course-x" / "link").symlink_to(outside)
+    live = tmpdirs.new_run()
+    try:
+        removed = tmpdirs.remove_stale()
+        assert dead in removed and not dead.exists()
+        assert live.exists() and live not in removed
+        assert outside.read_text() == "keep me"  # a link inside is never followed
+        assert live.stat().st_mode & 0o777 == 0o711
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.rmtree(dead, ignore_errors=True)

@@ -772,8 +772,9 @@ def ours(exchange: Path) -> dict[Path, Path]:
     course's exchange; other test runs on the machine make folders of their own there),
     each with the folder of the copy itself."""
     mine = {}
-    for folder in Path("/tmp").glob("cg-*"):
-        if folder.name.startswith("cg-life-"):  # this module's own class
+    # A local pool's workers make theirs in its run folder (autograder.worker.tmpdirs).
+    for folder in [*Path("/tmp").glob("cg-*"), *Path("/tmp").glob("cg-run-*/cg-*")]:
+        if folder.name.startswith(("cg-life-", "cg-run-")):  # this module's own class; a run
             continue
         for config in (folder / "nbgrader_config.py", folder / "course" / "nbgrader_config.py"):
             with contextlib.suppress(OSError):
@@ -837,6 +838,7 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     while any(p.exists() for p in seen) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [str(p) for p in seen if p.exists()] == [] and ours(exchange) == {}
+    assert not [p for p in Path("/tmp").glob(f"cg-run-{run.pid}-*")]  # the run's folder too
     # What the forced run had not regraded yet is listed, and the next run, as the message
     # says, without --force, grades exactly those (an outside instructor's rerun had left
     # their old late penalties in every export).
