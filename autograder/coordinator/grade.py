@@ -23,6 +23,7 @@ import re
 import secrets
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -49,13 +50,18 @@ class InstructorError(Exception):
     """Something only the instructor can fix (no gradebook entry, no bwrap...)."""
 
 
+# nbgrader as this environment has it: a root shell's PATH may have none (the README
+# writes .venv/bin/nbgrader); as the course's owner, so that nothing in it is root's.
+NBGRADER = str(Path(sys.executable).parent / "nbgrader")
+
+
 class NotInGradebook(InstructorError):
     """Units the gradebook lacks; said together, so that one command mends them all."""
 
     def __init__(self, course_root: Path, assignments: list[str]):
         self.course_root, self.assignments = course_root, assignments
         names = ", ".join(map(repr, assignments))
-        run = " && ".join(f"nbgrader generate_assignment {a} --force" for a in assignments)
+        run = " && ".join(f"{NBGRADER} generate_assignment {a} --force" for a in assignments)
         super().__init__(
             f"{'assignment' if len(assignments) == 1 else 'assignments'} {names} "
             f"{'is' if len(assignments) == 1 else 'are'} not in the gradebook: run "
@@ -87,7 +93,7 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
     url = config.CourseDirectory.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :].split("?")[0]).exists():
         raise InstructorError(  # opening it would make an empty one in the course
-            f"the course has no gradebook yet: run `nbgrader generate_assignment {assignment}` "
+            f"the course has no gradebook yet: run `{NBGRADER} generate_assignment {assignment}` "
             f"in {course_root} first"
         )
     with Gradebook(url) as gb:
