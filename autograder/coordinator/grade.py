@@ -590,7 +590,7 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     outcome = dict(result.outcome)
     student = outcome["student_id"]
     log.info(
-        "%s: %s, %s of %s points, %s s; %s",
+        "%s: %s, %s of %s points before any late penalty, %s s; %s",
         student,
         outcome.get("fate"),
         outcome.get("score"),
