@@ -53,8 +53,8 @@ import errno
 import json
 import os
 import re
-import shutil
 import signal
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -100,6 +100,7 @@ _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PR_SET_DUMPABLE = 4
 IPC_RMID = 0
 _BASELINE: set[str] = set()  # what the sandbox put in WRITABLE: its mount points
+_BASELINE_STATE: dict[str, tuple[int, frozenset[str]]] = {}  # their modes and xattr names
 CHASE = 400  # looks at the pid namespace before a chain of forks is given up on
 CANNOT_CLEAN = 75  # the template's exit status when an earlier kernel left something
 
@@ -140,14 +141,22 @@ def _reap(signum, frame) -> None:
 
 def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
     """Fork one kernel per request line until the host closes the pipe."""
+    # What the sandbox put in the writable folders, before the imports: whatever an import
+    # leaves there (torch._dynamo makes /tmp/torchinductor_<user>) is removed below, as
+    # any kernel's would be, so that no kernel can keep a file in it for the next.
+    for folder in WRITABLE:
+        _BASELINE.update(_tree(folder))
+    for path in [*WRITABLE, *_BASELINE]:
+        _BASELINE_STATE[path] = _state(path)
     preload(kind, more)
+    for folder in WRITABLE:
+        _empty(folder)
     # No child may ptrace the template or read its memory through /proc: it would reach
     # every later child from there.
     if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.stderr.write("kernel_template: could not make the template undumpable\n")
         os._exit(1)
     signal.signal(signal.SIGCHLD, _reap)
-    _BASELINE.update(*(_tree(folder) for folder in WRITABLE))  # before any kernel
     os.write(1, b"ready\n")  # to the host, on a pipe of its own
     while True:
         line = sys.stdin.buffer.readline()
@@ -205,11 +214,19 @@ def _end_earlier_kernels() -> str:
         time.sleep(0.005)
     else:
         return "processes of an earlier kernel kept starting new ones"
-    for folder in WRITABLE:
-        _empty(folder)
-        left = _tree(folder) - _BASELINE
-        if left:
-            return f"{folder} could not be emptied ({len(left)} left: {sorted(left)[:3]!r:.200})"
+    try:
+        for folder in WRITABLE:
+            _empty(folder)
+            left = _tree(folder, strict=True) - _BASELINE
+            if left:
+                return (
+                    f"{folder} could not be emptied ({len(left)} left: {sorted(left)[:3]!r:.200})"
+                )
+        changed = _restore_baseline()
+        if changed:
+            return f"{changed} could not be put back as the sandbox made it"
+    except Exception as exc:  # noqa: BLE001 - whatever an earlier kernel left: a new sandbox
+        return f"the writable folders could not be checked ({type(exc).__name__})"
     return _remove_ipc() or _clear_keyrings()
 
 
@@ -337,47 +354,88 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     kernelapp.launch_new_instance()
 
 
-def _tree(folder: str) -> set[str]:
-    """Every path under ``folder`` (never following a link)."""
-    found = set()
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        found.update(os.path.join(root, name) for name in dirs + files)
+def _tree(folder: str, strict: bool = False) -> set[str]:
+    """Every path under ``folder`` (never following a link), walked without recursion (a
+    kernel may nest folders thousands deep). ``strict``: a folder that cannot be listed
+    is an error, never an empty one (a kernel can take the read bit off its own)."""
+    found: set[str] = set()
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            if strict:
+                raise
+            continue
+        for entry in entries:
+            found.add(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
     return found
 
 
 def _empty(folder: str) -> None:
     """Remove everything in ``folder`` that was not there when the template started (the
-    sandbox's own mount points for its read-only files stay), never following a link;
-    every folder is made writable first: a kernel may have taken the write bit off its
-    own folders."""
-    _writable(folder)
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.path in _BASELINE:
-            if entry.is_dir(follow_symlinks=False):
-                _empty(entry.path)
-        elif entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
+    sandbox's own mount points for its read-only files stay), never following a link and
+    without recursion; every folder is made writable and listable first: a kernel may
+    have taken those bits off its own folders."""
+    stack, listed = [folder], []
+    while stack:
+        current = stack.pop()
+        if current not in _BASELINE and current != folder:
             try:
-                os.unlink(entry.path)
+                os.chmod(current, 0o700)  # a folder, never a link: scandir said so
+            except OSError:
+                pass
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        listed.append(entries)
+        stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+    # Deepest first: each folder is empty by the time it is removed.
+    for entries in reversed(listed):
+        for entry in entries:
+            if entry.path in _BASELINE:
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    os.rmdir(entry.path)
+                else:
+                    os.unlink(entry.path)
             except OSError:
                 pass
 
 
-def _writable(folder: str) -> None:
+def _state(path: str) -> tuple[int, frozenset[str]]:
+    """A baseline path's mode and the names of its extended attributes."""
+    mode = os.lstat(path).st_mode & 0o7777
     try:
-        entries = list(os.scandir(folder))
+        names = frozenset(os.listxattr(path, follow_symlinks=False))
     except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            if entry.path not in _BASELINE:
-                try:
-                    os.chmod(entry.path, 0o700)
-                except OSError:
-                    continue
-            _writable(entry.path)
+        names = frozenset()
+    return mode, names
+
+
+def _restore_baseline() -> str:
+    """Put each writable folder and mount point back as the sandbox made it: its mode, and
+    no extended attribute it did not have (a kernel can keep gigabytes of ``user.*``
+    attributes on a folder it owns, charged to the next kernel's memory). The first path
+    that cannot be put back, or ""."""
+    for path, (mode, names) in _BASELINE_STATE.items():
+        try:
+            now = os.lstat(path).st_mode
+            if stat.S_ISLNK(now):
+                continue  # Linux has no mode for a link
+            if now & 0o7777 != mode:
+                os.chmod(path, mode)
+            for name in set(os.listxattr(path, follow_symlinks=False)) - names:
+                os.removexattr(path, name, follow_symlinks=False)
+        except FileNotFoundError:
+            return path
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.ENOTSUP, errno.EPERM):
+                continue  # a read-only mount point: no kernel could change it either
+            return path
+    return ""

@@ -311,6 +311,7 @@ class SandboxMixin(Configurable):
             "the forked kernel",
             skip=getattr(self, "_own_processes", None),
             failed=lambda: self._fork_failed(forks),
+            shared_log=True,
         )
 
     def _fork_failed(self, forks_before: int) -> bool:
@@ -427,11 +428,23 @@ class SandboxMixin(Configurable):
             self._watchdog.relay = self._relay
         return ip
 
-    async def _sockets_of(self, inside: str, ports, what: str, skip=None, failed=None) -> str:
+    async def _sockets_of(
+        self, inside: str, ports, what: str, skip=None, failed=None, shared_log=False
+    ) -> str:
         """The host path of ``inside`` (the kernel's ``ip`` in its sandbox) once a socket
         exists there for every port; an error if the process exits, ``failed()`` says the
         kernel ended, or time runs out. ``skip``: processes of the tree that are not the
-        kernel (a template's own)."""
+        kernel (a template's own). ``shared_log``: the log is a template's, which every
+        kernel it forked wrote to, earlier submissions' included: the error never quotes
+        it (it would put one student's words in another's report); the grader's own log
+        gets its end."""
+
+        def said() -> str:
+            if not shared_log:
+                return self.start_log()
+            log.warning("%s did not start; its template's log ends: %s", what, self.start_log())
+            return "its template's log, which earlier kernels wrote to too, is in the grader's log"
+
         deadline = time.monotonic() + SOCKET_WAIT
         root, namespace = None, 0
         while time.monotonic() < deadline:
@@ -444,9 +457,9 @@ class SandboxMixin(Configurable):
                 return f"{root}{inside}"
             process = getattr(self.provisioner, "process", None)
             if (process is not None and process.poll() is not None) or (failed and failed()):
-                raise RuntimeError(f"{what} exited while starting: {self.start_log()}")
+                raise RuntimeError(f"{what} exited while starting: {said()}")
             await asyncio.sleep(0.01)  # the test kernel's fork goes on meanwhile
-        raise RuntimeError(f"{what} made no sockets in {SOCKET_WAIT} s: {self.start_log()}")
+        raise RuntimeError(f"{what} made no sockets in {SOCKET_WAIT} s: {said()}")
 
     def start_log(self, limit: int = 2000) -> str:
         """The end of the kernel's own log (written through a descriptor it was given)."""

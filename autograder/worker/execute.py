@@ -30,6 +30,7 @@ import contextlib
 import time
 from pathlib import Path
 
+import zmq
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -347,9 +348,15 @@ class StudentBridge:
         kc = ex.kc
         # Silent: no execute_input echo, no execution count, no run-cell hooks; the reply
         # (a display) and the idle status still come. About 55 asks a submission.
-        msg_id = kc.execute(
-            code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False
-        )
+        try:
+            msg_id = kc.execute(
+                code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False
+            )
+        except zmq.ZMQError:  # a kernel that ended takes no request: its own end, said
+            if not await ex.km.is_alive():
+                ex.student_kernel_stopped("a test's call")
+                return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
+            return protocol.failed("your kernel took no request from the test")
         started = time.monotonic()
         if not protocol.is_describe(prompt):
             ex.answers_changed = True  # a function may have changed the notebook's globals

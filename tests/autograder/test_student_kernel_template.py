@@ -275,3 +275,79 @@ def test_each_kernel_gets_socket_names_no_kernel_before_it_had(tmp_path):
         seen.append((km.shell_port, km.iopub_port, km.stdin_port, km.control_port, km.hb_port))
     ports = [p for five in seen for p in five]
     assert len(set(ports)) == len(ports)
+
+
+def test_what_a_kernel_nests_hides_or_tags_in_tmp_never_reaches_the_next(tmp_path):
+    """A fifteenth outside attack: 3,000 nested folders crashed the template's cleanup
+    (RecursionError), so the next student's kernel started without a template; a folder
+    an import of the template had made (torch._dynamo's /tmp/torchinductor_<user>), with
+    its read bit taken off, kept a file for the next kernel; user xattrs on /tmp stayed
+    charged to the next kernel's memory. Each is cleaned, and the next kernel is forked."""
+    plant = (
+        "import os, glob\n"
+        "here = os.getcwd()\n"
+        "os.chdir('/tmp')\n"
+        "for _ in range(3000):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+        "os.chdir(here)\n"
+        "for folder in glob.glob('/tmp/torchinductor_*') or ['/tmp/torchinductor_x']:\n"
+        "    os.makedirs(folder, exist_ok=True)\n"
+        "    open(folder + '/planted.txt', 'w').write('from ada')\n"
+        "    os.chmod(folder, 0o300)\n"
+        "tagged = []\n"
+        "for path in ['/tmp', '/dev/shm', *glob.glob('/tmp/*'), *glob.glob('/tmp/.*')]:\n"
+        "    try:\n"
+        "        os.setxattr(path, 'user.note', b'from ada')\n"
+        "        tagged.append(path)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print(sorted(tagged))"
+    )
+    look = (
+        "import os, glob\n"
+        "print(sorted(os.listdir('.')), 'd' in os.listdir('/tmp'), glob.glob('/tmp/torchinductor_*/*'),\n"
+        "      [p for p in ['/tmp', '/dev/shm', *glob.glob('/tmp/*'), *glob.glob('/tmp/.*')]\n"
+        "       if 'user.note' in os.listxattr(p)])"
+    )
+    preload = ["torch._dynamo"]
+    first, km = run([plant], staged(tmp_path, "a.txt", "A"), preload=preload)
+    assert km.without_template is None
+    second, km = run([look], staged(tmp_path, "b.txt", "B"), preload=preload)
+    assert km.without_template is None, km.without_template
+    assert first[0].startswith("['")  # some folder of /tmp took the attribute
+    assert second == ["['b.txt'] False [] []\n"], (first, second)
+
+
+def test_a_forked_kernel_that_did_not_start_never_quotes_its_templates_log(tmp_path):
+    """Every kernel a template forks writes to the template's log: a kernel that wrote
+    staff-like words there, then kept the next kernel from starting, had them quoted in
+    the next student's report. The grader's own log gets them; the error says where."""
+    import asyncio
+    import types
+
+    from autograder.sandbox.manager import SandboxedKernelManager
+
+    log = tmp_path / "kernel.log"
+    log.write_text("NOTE FROM THE COURSE STAFF: this student's score will be set to 0\n")
+    km = SandboxedKernelManager()
+    km.use_bwrap = False
+    km._log_path = log
+    km.__dict__["provisioner"] = types.SimpleNamespace(pid=None, process=None)
+
+    def fails(shared_log):
+        with pytest.raises(RuntimeError) as raised:
+            asyncio.run(
+                km._sockets_of(
+                    str(tmp_path / "k"),
+                    [1],
+                    "the forked kernel",
+                    failed=lambda: True,
+                    shared_log=shared_log,
+                )
+            )
+        return str(raised.value)
+
+    assert "COURSE STAFF" in fails(shared_log=False)  # a kernel's own log, as before
+    said = fails(shared_log=True)
+    assert "COURSE STAFF" not in said and "the grader's log" in said
