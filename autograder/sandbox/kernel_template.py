@@ -355,7 +355,8 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
 
 
 def _tree(folder: str, strict: bool = False) -> set[str]:
-    """Every path under ``folder`` (never following a link), walked without recursion (a
+    """Every path under ``folder`` on its own file system (never following a link, nor
+    into a read-only mount such as a course under /tmp), walked without recursion (a
     kernel may nest folders thousands deep). ``strict``: a folder that cannot be listed
     is an error, never an empty one (a kernel can take the read bit off its own)."""
     found: set[str] = set()
@@ -370,9 +371,21 @@ def _tree(folder: str, strict: bool = False) -> set[str]:
             continue
         for entry in entries:
             found.add(entry.path)
-            if entry.is_dir(follow_symlinks=False):
+            if _same_fs_dir(entry, folder):
                 stack.append(entry.path)
     return found
+
+
+def _same_fs_dir(entry: os.DirEntry, folder: str) -> bool:
+    """Whether ``entry`` is a folder on ``folder``'s own file system (a writable tmpfs):
+    what a kernel can have written. A mount point in it (the sandbox's read-only binds)
+    is listed, never entered."""
+    try:
+        return entry.is_dir(follow_symlinks=False) and (
+            entry.stat(follow_symlinks=False).st_dev == os.lstat(folder).st_dev
+        )
+    except OSError:
+        return False
 
 
 def _empty(folder: str) -> None:
@@ -393,7 +406,7 @@ def _empty(folder: str) -> None:
         except OSError:
             continue
         listed.append(entries)
-        stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        stack.extend(e.path for e in entries if _same_fs_dir(e, folder))
     # Deepest first: each folder is empty by the time it is removed.
     for entries in reversed(listed):
         for entry in entries:

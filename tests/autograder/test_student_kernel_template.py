@@ -351,3 +351,24 @@ def test_a_forked_kernel_that_did_not_start_never_quotes_its_templates_log(tmp_p
     assert "COURSE STAFF" in fails(shared_log=False)  # a kernel's own log, as before
     said = fails(shared_log=True)
     assert "COURSE STAFF" not in said and "the grader's log" in said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the kernel runs as another uid")
+def test_a_read_only_folder_bound_under_tmp_is_never_walked_into(tmp_path):
+    """A course cloned under /tmp has its .venv bound read-only under the sandbox's /tmp,
+    with folders the kernel's uid cannot list: the template's check between kernels walked
+    into them, failed, and no kernel could be forked (a clean clone's run in /tmp/cc22).
+    A mount point is listed, never entered."""
+    bound = Path(tempfile.mkdtemp(prefix="cg-bind-", dir="/tmp"))
+    try:
+        (bound / "private" / "deeper").mkdir(parents=True)
+        (bound / "private").chmod(0o700)  # root's: the kernel's uid cannot list it
+        bound.chmod(0o755)
+        for name in ("a.txt", "b.txt"):
+            texts, km = run(
+                ["print('ok')"], staged(tmp_path, name, "A"), extra_ro_binds=[str(bound)]
+            )
+            assert km.without_template is None, km.without_template
+            assert texts == ["ok\n"]
+    finally:
+        shutil.rmtree(bound, ignore_errors=True)
