@@ -360,7 +360,7 @@ def _tree(folder: str, strict: bool = False) -> set[str]:
     kernel may nest folders thousands deep). ``strict``: a folder that cannot be listed
     is an error, never an empty one (a kernel can take the read bit off its own)."""
     found: set[str] = set()
-    stack = [folder]
+    stack, device = [folder], os.lstat(folder).st_dev
     while stack:
         current = stack.pop()
         try:
@@ -371,18 +371,18 @@ def _tree(folder: str, strict: bool = False) -> set[str]:
             continue
         for entry in entries:
             found.add(entry.path)
-            if _same_fs_dir(entry, folder):
+            if _same_fs_dir(entry, device):
                 stack.append(entry.path)
     return found
 
 
-def _same_fs_dir(entry: os.DirEntry, folder: str) -> bool:
-    """Whether ``entry`` is a folder on ``folder``'s own file system (a writable tmpfs):
-    what a kernel can have written. A mount point in it (the sandbox's read-only binds)
-    is listed, never entered."""
+def _same_fs_dir(entry: os.DirEntry, device: int) -> bool:
+    """Whether ``entry`` is a folder on the file system ``device`` (a writable tmpfs): what
+    a kernel can have written. A mount point in it (the sandbox's read-only binds) is
+    listed, never entered."""
     try:
         return entry.is_dir(follow_symlinks=False) and (
-            entry.stat(follow_symlinks=False).st_dev == os.lstat(folder).st_dev
+            entry.stat(follow_symlinks=False).st_dev == device
         )
     except OSError:
         return False
@@ -393,7 +393,7 @@ def _empty(folder: str) -> None:
     sandbox's own mount points for its read-only files stay), never following a link and
     without recursion; every folder is made writable and listable first: a kernel may
     have taken those bits off its own folders."""
-    stack, listed = [folder], []
+    stack, listed, device = [folder], [], os.lstat(folder).st_dev
     while stack:
         current = stack.pop()
         if current not in _BASELINE and current != folder:
@@ -406,7 +406,7 @@ def _empty(folder: str) -> None:
         except OSError:
             continue
         listed.append(entries)
-        stack.extend(e.path for e in entries if _same_fs_dir(e, folder))
+        stack.extend(e.path for e in entries if _same_fs_dir(e, device))
     # Deepest first: each folder is empty by the time it is removed.
     for entries in reversed(listed):
         for entry in entries:

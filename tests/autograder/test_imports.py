@@ -414,22 +414,11 @@ def test_a_file_rewritten_while_the_collect_reads_it_is_dated_by_that_change(
     between the first check and the copy (an outside attack, with a watcher in the
     student's folder) is left for review, never taken with the on-time name."""
     import datetime
-    import time
-
-    from nbgrader.api import Gradebook
 
     from autograder.sandbox import safefiles
 
     monkeypatch.setattr(importers, "BACKDATE_SLACK", datetime.timedelta(0))
-    inbound = _exchange_inbound(course, tmp_path)
-    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
-    folder = inbound / f"{me}+gpu_tensors+{_utc_now():%Y-%m-%d %H:%M:%S.%f UTC}+a"
-    folder.mkdir()
-    (folder / "gpu_tensors.ipynb").write_bytes(BLANK)
-    time.sleep(0.05)
-    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
-    time.sleep(0.05)
+    folder, _, me = _on_time_attempt(course, tmp_path, {"gpu_tensors.ipynb": BLANK})
     read = safefiles.regular_files
 
     def swapped_while_read(path, *limits):
@@ -499,25 +488,13 @@ def test_a_backdated_entry_beside_an_attempt_that_is_taken_is_said_not_made_a_fa
     report. As a fate (`needs review`) it replaced their grade, and every later collect
     graded them again (a fresh instructor's run)."""
     import datetime
-    import time
-
-    from nbgrader.api import Gradebook
 
     from autograder.coordinator.ledger import Ledger
 
     monkeypatch.setattr(importers, "BACKDATE_SLACK", datetime.timedelta(0))
-    inbound = _exchange_inbound(course, tmp_path)
-    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
-    on_time = _utc_now()
-    folder = inbound / f"{me}+gpu_tensors+{on_time:%Y-%m-%d %H:%M:%S.%f UTC}+a"
-    folder.mkdir()
-    (folder / "gpu_tensors.ipynb").write_bytes(NB)
-    time.sleep(0.05)
-    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
-    time.sleep(0.05)
+    folder, on_time, me = _on_time_attempt(course, tmp_path, {"gpu_tensors.ipynb": NB})
     early = on_time - datetime.timedelta(seconds=1)
-    late = inbound / f"{me}+gpu_tensors+{early:%Y-%m-%d %H:%M:%S.%f UTC}+b"
+    late = folder.parent / f"{me}+gpu_tensors+{early:%Y-%m-%d %H:%M:%S.%f UTC}+b"
     late.mkdir()
     (late / "gpu_tensors.ipynb").write_bytes(BLANK)
     problems = importers.import_exchange(course, "gpu_tensors")
@@ -538,27 +515,38 @@ def test_a_notebook_rewritten_in_place_after_the_due_date_is_left_for_review(
     (same file, so the folder's own date did not move). It escaped the late penalty, 30/30
     (an outside attack); the latest change of anything in the folder dates it now."""
     import datetime
-    import time
-
-    from nbgrader.api import Gradebook
 
     monkeypatch.setattr(importers, "BACKDATE_SLACK", datetime.timedelta(0))
-    inbound = _exchange_inbound(course, tmp_path)
-    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
-    folder = inbound / f"{me}+gpu_tensors+{_utc_now():%Y-%m-%d %H:%M:%S.%f UTC}+a"
-    (folder / "deep").mkdir(parents=True)
-    (folder / "deep" / "notes.txt").write_text("on time")
-    (folder / "gpu_tensors.ipynb").write_bytes(BLANK)
-    time.sleep(0.05)
-    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
-    time.sleep(0.05)
+    files = {"deep/notes.txt": b"on time", "gpu_tensors.ipynb": BLANK}
+    folder, _, me = _on_time_attempt(course, tmp_path, files)
     with open(folder / "deep" / "notes.txt", "r+") as f:  # the same file: no new entry
         f.write("too late")
     [(student, fate, message)] = importers.import_exchange(course, "gpu_tensors")
     assert (student, fate) == (me, "needs review")
     assert "the folder, or a file in it, was made or last changed at" in message
     assert not (course / "submitted" / me).exists()
+
+
+def _on_time_attempt(course, tmp_path, files: dict[str, bytes]):
+    """An exchange folder of this user's holding ``files``, named with the time it is made,
+    then the unit's due date set just after it: (the folder, its date, the user)."""
+    import time
+
+    from nbgrader.api import Gradebook
+
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    when = _utc_now()
+    folder = (
+        _exchange_inbound(course, tmp_path) / f"{me}+gpu_tensors+{when:%Y-%m-%d %H:%M:%S.%f UTC}+a"
+    )
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    time.sleep(0.05)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment("gpu_tensors", duedate=_utc_now())
+    time.sleep(0.05)
+    return folder, when, me
 
 
 def _utc_now():
