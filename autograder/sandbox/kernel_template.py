@@ -148,6 +148,7 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         _BASELINE.update(_tree(folder))
     for path in [*WRITABLE, *_BASELINE]:
         _BASELINE_STATE[path] = _state(path)
+    _KEYRINGS[0] = _keyrings_answer()
     preload(kind, more)
     for folder in WRITABLE:
         _empty(folder)
@@ -232,26 +233,34 @@ def _end_earlier_kernels() -> str:
 
 # keyctl's number, by machine: a kernel's keys live in its uid's keyrings, which outlive it.
 KEYCTL = {"x86_64": 250, "aarch64": 219}
-KEYCTL_CLEAR, KEYCTL_UNLINK, KEYCTL_GET_PERSISTENT = 7, 9, 22
+KEYCTL_GET_KEYRING_ID, KEYCTL_SETPERM, KEYCTL_CLEAR, KEYCTL_UNLINK = 0, 5, 7, 9
+KEYCTL_GET_PERSISTENT = 22
+OWNER_ALL = 0x3F3F0000  # possessor and owner may do all; group and others nothing
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 NO_KEYRINGS = (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EOPNOTSUPP)
 
 
 def _clear_keyrings() -> str:
-    """Empty this uid's keyrings that outlive its processes: its user and user-session
-    keyrings, and its persistent keyring (kept for days after the uid's last process). An
-    earlier kernel's keys would reach the next kernel there: outside attackers passed a
-    note that way. A session keyring, named or not, ends with the processes that hold it,
-    which are ended first. Where the kernel has no such keyring (no such system call, or
-    refused), no kernel could add a key to it."""
+    """Empty this uid's keyrings that outlive a kernel: its user and user-session keyrings,
+    its persistent keyring (kept for days after the uid's last process), and the
+    template's own session keyring, which every kernel it forks inherits. An earlier
+    kernel's keys would reach the next kernel there: outside attackers passed notes that
+    way. A keyring a kernel took the template's rights off (they share a uid) is given
+    them back first. Where the kernel has no keyrings at all (no such system call, or
+    refused), no kernel could add a key to one."""
     number = KEYCTL.get(os.uname().machine)
     if number is None:
         return f"keyrings cannot be emptied on {os.uname().machine}"
     libc = ctypes.CDLL(None, use_errno=True)
+    # Whether the keyrings answered the template before any kernel ran: then a refusal, or
+    # a keyring not found, now is a kernel's doing (it took the template's rights off a
+    # keyring of their uid).
+    refused = NO_KEYRINGS + (errno.ENOKEY,) if not _KEYRINGS[0] else ()
     # Linked into the template's session keyring, so that it holds the persistent keyring
     # (a key's owner may empty it only then), and unlinked once it is empty.
     kept = libc.syscall(number, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING)
-    if kept < 0 and ctypes.get_errno() not in NO_KEYRINGS:
+    # (Persistent keyrings are a kernel option: one without them is not a refusal.)
+    if kept < 0 and ctypes.get_errno() not in (*refused, errno.ENOSYS, errno.EOPNOTSUPP):
         return f"the persistent keyring could not be found ({os.strerror(ctypes.get_errno())})"
     if kept > 0:
         emptied = libc.syscall(number, KEYCTL_CLEAR, kept) == 0
@@ -260,11 +269,30 @@ def _clear_keyrings() -> str:
             return (
                 f"the persistent keyring could not be emptied ({os.strerror(ctypes.get_errno())})"
             )
-    for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
-        if libc.syscall(number, KEYCTL_CLEAR, ring) != 0:
-            if ctypes.get_errno() not in NO_KEYRINGS:
-                return f"a keyring could not be emptied ({os.strerror(ctypes.get_errno())})"
+    for ring in (KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        found = libc.syscall(number, KEYCTL_GET_KEYRING_ID, ring, 0)
+        if found < 0:
+            if ctypes.get_errno() in refused:
+                continue  # none here: no kernel could have added a key to it
+            return f"a keyring could not be found ({os.strerror(ctypes.get_errno())})"
+        libc.syscall(number, KEYCTL_SETPERM, found, OWNER_ALL)  # its owner may, always
+        if libc.syscall(number, KEYCTL_CLEAR, found) != 0:
+            return f"a keyring could not be emptied ({os.strerror(ctypes.get_errno())})"
     return ""
+
+
+_KEYRINGS = [False]  # whether this uid's keyrings answered before any kernel ran
+
+
+def _keyrings_answer() -> bool:
+    number = KEYCTL.get(os.uname().machine)
+    if number is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    # create=1: a keyring may not exist yet; making it now is harmless, and afterwards a
+    # keyring that is not found was hidden from the template (no search right: ENOKEY).
+    rings = (KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING)
+    return all(libc.syscall(number, KEYCTL_GET_KEYRING_ID, ring, 1) >= 0 for ring in rings)
 
 
 def _in_sandbox_pid_namespace() -> bool:

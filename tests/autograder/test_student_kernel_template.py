@@ -372,3 +372,35 @@ def test_a_read_only_folder_bound_under_tmp_is_never_walked_into(tmp_path):
             assert texts == ["ok\n"]
     finally:
         shutil.rmtree(bound, ignore_errors=True)
+
+
+def test_a_key_in_the_session_keyring_or_a_locked_user_keyring_never_reaches_the_next(tmp_path):
+    """A sixteenth outside attack: every kernel a template forks inherits the template's
+    session keyring, which was never emptied, and a kernel that took the rights off its
+    user keyring made the clear fail as "no keyrings here": a note from one student's
+    kernel reached the next one's in both. Both are emptied before each fork."""
+    plant = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"s = libc.syscall({ADD_KEY}, b'user', b'session_note', b'from ada', 8, -3)\n"
+        f"u = libc.syscall({ADD_KEY}, b'user', b'user_note', b'from ada', 8, -4)\n"
+        f"ring = libc.syscall({KEYCTL}, 0, -4, 0)\n"
+        f"libc.syscall({KEYCTL}, 5, ring, 0x01010000)  # view only, for everyone\n"
+        "print(s > 0, u > 0)"
+    )
+    look = (
+        "import ctypes, time\n"
+        "libc = ctypes.CDLL(None)\n"
+        f"linked = [libc.syscall({KEYCTL}, 10, ring, b'user', name, 0) > 0\n"
+        "          for ring in (-3, -4, -5) for name in (b'session_note', b'user_note')]\n"
+        "time.sleep(1)  # a key no keyring holds any more is destroyed soon after\n"
+        "notes = [line for line in open('/proc/keys') if '_note' in line]\n"
+        "print(any(linked), notes)"
+    )
+    first, km = run([plant], staged(tmp_path, "a.txt", "A"))
+    if first == ["False False\n"]:
+        pytest.skip("this machine refuses keyrings to the kernel: nothing to carry a note")
+    assert first == ["True True\n"], first
+    second, km = run([look], staged(tmp_path, "b.txt", "B"))
+    assert km.without_template is None, km.without_template
+    assert second == ["False []\n"], second
