@@ -25,12 +25,15 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   writable first), removes its System V IPC objects and empties its uid's keyrings (user, user-session
   and persistent).
   If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
-  in a new sandbox. Then it forks one child and says ``forked <pid>``. The child fills
+  in a new sandbox. Then it forks one child and says ``forked <n> <pid>``, ``n`` the
+  fork's number (1, 2, ...): a kernel can use up the sandbox's pids until the next child
+  gets its own pid back, so a pid names no kernel for long, a number does. The child fills
   its working folder from the staging folder, writes its connection file and becomes an
   ipykernel. It serves one submission and is killed by the host after it, with every
   process it started.
-- When a child ends, the template says ``exit <pid> <status> <cpu>`` on its standard
-  output (the pid as the sandbox numbers it, the status as ``subprocess`` gives it, the
+- When a child ends, the template says ``exit <n> <pid> <status> <cpu>`` on its standard
+  output (its fork's number, the pid as the sandbox numbers it, the status as
+  ``subprocess`` gives it, the
   CPU seconds it used), so that a kernel killed by its CPU limit is told apart from one
   that crashed, or that chose the same status.
 - Nothing of a child reaches the template or a later child: memory is the template's,
@@ -100,6 +103,9 @@ _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PR_SET_DUMPABLE = 4
 IPC_RMID = 0
 _BASELINE: set[str] = set()  # what the sandbox put in WRITABLE: its mount points
+# pid -> its fork's number, until the child is reaped (till then no process can take its pid)
+_CHILDREN: dict[int, int] = {}
+_FORKS = [0]  # how many children it has forked
 _BASELINE_STATE: dict[str, tuple[int, frozenset[str]]] = {}  # their modes and xattr names
 CHASE = 400  # looks at the pid namespace before a chain of forks is given up on
 CANNOT_CLEAN = 75  # the template's exit status when an earlier kernel left something
@@ -132,9 +138,13 @@ def _reap(signum, frame) -> None:
             return
         if pid == 0:
             return
+        number = _CHILDREN.pop(pid, None)
+        if number is None:  # not a kernel this template forked
+            continue
         cpu = usage.ru_utime + usage.ru_stime
+        code = os.waitstatus_to_exitcode(status)
         try:
-            os.write(1, f"exit {pid} {os.waitstatus_to_exitcode(status)} {cpu:.2f}\n".encode())
+            os.write(1, f"exit {number} {pid} {code} {cpu:.2f}\n".encode())
         except OSError:
             pass
 
@@ -177,13 +187,19 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
             sys.stderr.write(f"kernel_template: {problem}; a new template must serve\n")
             sys.stderr.flush()
             os._exit(CANNOT_CLEAN)
+        # No reaping between the fork and its number: a child that ends at once is still
+        # told by its number, after its "forked" line.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
             try:
                 _become_kernel(request["connection"], staging)
             finally:
                 os._exit(1)
-        os.write(1, f"forked {pid}\n".encode())
+        _FORKS[0] += 1
+        _CHILDREN[pid] = number = _FORKS[0]
+        os.write(1, f"forked {number} {pid}\n".encode())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
     os._exit(0)
 
 
@@ -364,6 +380,7 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     kernel_cpu_limit()
     os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a kernel waits for its own children
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})  # blocked for the fork
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # the template's requests and its pipe to the host are not the kernel's
     os.close(null)

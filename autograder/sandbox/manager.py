@@ -316,14 +316,21 @@ class SandboxMixin(Configurable):
 
     def _fork_failed(self, forks_before: int) -> bool:
         """Whether the child the template forked for the latest request has ended (the
-        template says ``forked <pid>``, then ``exit <pid> <status>``)."""
+        template says ``forked <n> <pid>``, then ``exit <n> <pid> <status> <cpu>``)."""
         exits = self.template_said()
         forked = self.__dict__.get("_forked", [])
-        return len(forked) > forks_before and forked[-1] in exits
+        return len(forked) > forks_before and forked[-1][0] in exits
+
+    def fork_number(self, pid: int) -> int | None:
+        """The number of the template's latest fork whose child has ``pid`` in the sandbox.
+        A pid alone is not enough: a kernel can use up the sandbox's pids until the next
+        child gets an earlier child's pid (kernel_template)."""
+        self.template_said()
+        return next((n for n, p in reversed(self.__dict__.get("_forked", [])) if p == pid), None)
 
     def template_said(self) -> dict:
-        """How the template's kernels ended, by their pid in the sandbox: what its
-        ``exit PID STATUS CPU`` lines said so far (read without waiting)."""
+        """How the template's kernels ended, by their fork's number: what its
+        ``exit N PID STATUS CPU`` lines said so far (read without waiting)."""
         exits = self.__dict__.setdefault("_exits", {})
         out = getattr(getattr(self.provisioner, "process", None), "stdout", None)
         if out is None:
@@ -342,18 +349,20 @@ class SandboxMixin(Configurable):
         for line in lines:
             parts = line.split()
             try:
-                if len(parts) == 4 and parts[0] == b"exit":
-                    pid, status, cpu = int(parts[1]), int(parts[2]), float(parts[3])
-                    exits[pid] = status
-                    self.__dict__.setdefault("_cpu", {})[pid] = cpu
-                elif len(parts) == 2 and parts[0] == b"forked":
-                    self.__dict__.setdefault("_forked", []).append(int(parts[1]))
+                if len(parts) == 5 and parts[0] == b"exit":
+                    number, status, cpu = int(parts[1]), int(parts[3]), float(parts[4])
+                    int(parts[2])  # the pid: only for people reading the log
+                    exits[number] = status
+                    self.__dict__.setdefault("_cpu", {})[number] = cpu
+                elif len(parts) == 3 and parts[0] == b"forked":
+                    fork = (int(parts[1]), int(parts[2]))
+                    self.__dict__.setdefault("_forked", []).append(fork)
             except ValueError:  # not a line the template wrote: nothing is said by it
                 log.warning("a kernel template wrote a line that is not its own: %r", line[:200])
         return exits
 
     def template_cpu(self) -> dict:
-        """The CPU seconds each of the template's ended kernels used, by its pid."""
+        """The CPU seconds each of the template's ended kernels used, by its fork's number."""
         self.template_said()
         return self.__dict__.get("_cpu", {})
 

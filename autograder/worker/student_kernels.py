@@ -163,10 +163,10 @@ class StudentTemplate:
     def exit_status(self, child: psutil.Process) -> int | None:
         """How ``child``, which has ended, ended, as its template saw it (None: not known).
         The template says so just after it reaps the child: a moment is allowed for it."""
-        pid = getattr(child, "_sandbox_pid", None)
+        fork = getattr(child, "_sandbox_fork", None)
         deadline = time.monotonic() + EXIT_SAID
-        while self.km is not None and pid is not None:
-            status = self.km.template_said().get(pid)
+        while self.km is not None and fork is not None:
+            status = self.km.template_said().get(fork)
             if status is not None or time.monotonic() > deadline:
                 return status
             time.sleep(0.02)
@@ -174,10 +174,10 @@ class StudentTemplate:
 
     def cpu_seconds(self, child: psutil.Process) -> float | None:
         """The CPU seconds ``child``, which has ended, used, as its template saw it."""
-        pid = getattr(child, "_sandbox_pid", None)
-        if self.km is None or pid is None:
+        fork = getattr(child, "_sandbox_fork", None)
+        if self.km is None or fork is None:
             return None
-        return self.km.template_cpu().get(pid)
+        return self.km.template_cpu().get(fork)
 
     def oom_kills(self) -> int:
         group = getattr(self.km, "_group", None) if self.km is not None else None
@@ -268,9 +268,12 @@ class ForkedProcess:
         try:
             with open(f"/proc/{process.pid}/status") as f:
                 line = next(x for x in f if x.startswith("NSpid:"))
-            process._sandbox_pid = int(line.split()[-1])
+            pid = int(line.split()[-1])
         except (OSError, StopIteration, ValueError):
-            pass
+            return
+        # The template's latest fork with that pid: this kernel (it said so before its
+        # sockets were there); its exit is read by that fork's number, never by the pid.
+        process._sandbox_fork = kept.km.fork_number(pid) if kept.km is not None else None
 
     def poll(self) -> int | None:
         if self.returncode is None:

@@ -156,21 +156,50 @@ def test_kernel_templates_can_be_turned_off(tmp_path):
 
 
 def test_a_line_the_template_did_not_write_says_nothing(caplog):
-    """The host reads a template's `exit PID STATUS CPU` and `forked PID` lines: a line that
-    does not parse is not the template's, and neither fills a fate nor stops the reading."""
+    """The host reads a template's `exit N PID STATUS CPU` and `forked N PID` lines: a line
+    that does not parse is not the template's, and neither fills a fate nor stops the reading."""
     import types
 
     from autograder.sandbox.manager import SandboxedKernelManager
 
     read, write = os.pipe()
     os.set_blocking(read, False)
-    os.write(write, b"exit 7 0 1.50\nexit x y z\nforked 9\nexit 8 -9 much\nexit 10 152 2.25\n")
+    os.write(
+        write,
+        b"exit 1 7 0 1.50\nexit x 3 y z\nforked 4 9\nexit 2 8 -9 much\nexit 3 10 152 2.25\n"
+        b"exit 7 0 1.50\nforked 9\n",
+    )
     km = SandboxedKernelManager()
     with os.fdopen(read, "rb") as out:
         km.__dict__["provisioner"] = types.SimpleNamespace(
             process=types.SimpleNamespace(stdout=out)
         )
-        assert km.template_said() == {7: 0, 10: 152}
-        assert km.template_cpu() == {7: 1.5, 10: 2.25}
+        assert km.template_said() == {1: 0, 3: 152}
+        assert km.template_cpu() == {1: 1.5, 3: 2.25}
+        assert km.fork_number(9) == 4
     os.close(write)
     assert "not its own" in caplog.text
+
+
+def test_a_kernel_with_an_earlier_kernels_pid_is_told_by_its_fork(caplog):
+    """A kernel can use up the sandbox's pids (32768 here) until the template's next child
+    gets its own pid back. That child is told by its fork's number: the earlier kernel's
+    exit is not its exit, and its fork has not failed."""
+    import types
+
+    from autograder.sandbox.manager import SandboxedKernelManager
+
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    km = SandboxedKernelManager()
+    with os.fdopen(read, "rb") as out:
+        km.__dict__["provisioner"] = types.SimpleNamespace(
+            process=types.SimpleNamespace(stdout=out)
+        )
+        os.write(write, b"forked 1 7\nexit 1 7 -9 30.00\nforked 2 7\n")
+        assert km.template_said() == {1: -9}
+        assert km.fork_number(7) == 2 and not km._fork_failed(1)
+        os.write(write, b"exit 2 7 0 0.50\n")
+        assert km.template_said() == {1: -9, 2: 0} and km.template_cpu()[2] == 0.5
+        assert km._fork_failed(1)
+    os.close(write)
