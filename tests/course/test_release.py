@@ -452,7 +452,7 @@ def test_precision_a_whole_number_is_exact_and_an_int_gets_a_note(unit_name, cap
         assert "at least 3 significant figures" in note
     for value, shows in ((0.45, 2), (3.5, 2)):
         message = _fails(checks, check_number, "x", value, 0.01, 100_000, "ms", figures=3)
-        assert f"rounded to {shows} significant figure" in message and "at least 3" in message
+        assert f"shows {shows} significant figure" in message and "at least 3" in message
 
 
 def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figures(
@@ -466,7 +466,7 @@ def test_training_precision_whole_megabytes_are_exact_and_others_need_three_figu
             message = _fails(
                 training_checks, check_number, "adam_mb", value, 0.01, 100_000, "MB", figures=3
             )
-            assert f"rounded to {shows} significant figures" in message and "at least 3" in message
+            assert f"shows {shows} significant figures" in message and "at least 3" in message
     assert "looks like a number of bytes" in _fails(
         training_checks, check_number, "adam_mb", 400_000_000, 1, 100_000, "MB", figures=3
     )
