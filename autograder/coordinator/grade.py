@@ -630,7 +630,7 @@ def exchange_files(result: Result) -> dict[str, bytes]:
     published under a name nobody can guess (hand it back through the LMS). The timestamp
     was checked as a date before grading; an unknown one is left empty (nbgrader only
     prints it)."""
-    secret = result.secret if result.secret and SECRET.match(result.secret) else None
+    secret = result.secret if result.secret and SECRET.fullmatch(result.secret) else None
     return {
         "timestamp.txt": (result.timestamp or "").encode(),
         "submission_secret.txt": (secret or secrets.token_hex(64)).encode(),

@@ -699,7 +699,7 @@ def _entry_problem(name: str, info: dict | None) -> str | None:
     if not valid_student_id(info["student_id"]):
         return f"{_shown(name)}: {info['student_id'][:40]!r} is not a plain student id"
     file_id = info.get("file_id") or ""
-    if not FILE_NAME.match(file_id) or file_id == "timestamp.txt":
+    if not FILE_NAME.fullmatch(file_id) or file_id == "timestamp.txt":
         return f"{_shown(name)}: {file_id[:40]!r} is not a plain file name"
     if file_id.lower().endswith(ARCHIVE_SUFFIXES):
         return f"{_shown(name)}: an archive inside the download; archives are not opened"

@@ -36,7 +36,7 @@ SCHEMA_VERSION = 3
 
 def valid_student_id(name: str) -> bool:
     """A plain identifier: letters, digits, '.', '_' and '-', not starting with a dot."""
-    return bool(STUDENT_ID.match(name)) and ".." not in name
+    return bool(STUDENT_ID.fullmatch(name)) and ".." not in name
 
 
 def expected_notebooks(course_root: Path, assignment: str) -> list[str]:
@@ -169,7 +169,7 @@ def metadata_problem(nb, source: dict[str, dict]) -> str | None:
         if refused:
             return f"{where} has nbgrader metadata nbgrader refuses ({refused})"
         grade_id = meta.get("grade_id")
-        if grade_id is not None and not GRADE_ID.match(str(grade_id)):
+        if grade_id is not None and not GRADE_ID.fullmatch(str(grade_id)):
             return f"{where} has an nbgrader cell name that is not a plain name"
         if not any(meta.get(flag) for flag in FLAGS) and grade_id not in source:
             continue  # an ordinary cell (a name alone gives it no role)
@@ -235,7 +235,9 @@ def ordinary_cells(
                 and not any(meta.get(flag) for flag in FLAGS)
             ):
                 del cell.metadata["nbgrader"]
-                stray.append(f"{grade_id}" if grade_id else f"cell {number}")
+                # its name only if it is a plain one: the note reaches the reports
+                plain = isinstance(grade_id, str) and GRADE_ID.fullmatch(grade_id)
+                stray.append(grade_id if plain else f"cell {number}")
                 continue
             if grade_id is None:
                 continue

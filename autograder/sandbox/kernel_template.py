@@ -22,8 +22,9 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   every other process of its uid in the sandbox's pid namespace (but its own ancestors)
   until none is left, empties the sandbox's writable folders (``/tmp``, ``/dev/shm``,
   and ``/dev/mqueue``, its own POSIX message queues; a folder made read-only is made
-  writable first), removes its System V IPC objects and empties its uid's keyrings (user, user-session
-  and persistent).
+  writable first), removes its System V IPC objects, empties its uid's keyrings (user,
+  user-session and persistent), and checks that no socket is left in the sandbox's network
+  namespace (a closed TCP connection lingers there for a minute, its ports readable).
   If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
   in a new sandbox. Then it forks one child and says ``forked <n> <pid>``, ``n`` the
   fork's number (1, 2, ...): a kernel can use up the sandbox's pids until the next child
@@ -160,6 +161,7 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         _BASELINE_STATE[path] = _state(path)
     _KEYRINGS[0] = _keyrings_answer()
     preload(kind, more)
+    _SOCKETS.update(_sockets())  # its own, should an import have made one
     for folder in WRITABLE:
         _empty(folder)
     # No child may ptrace the template or read its memory through /proc: it would reach
@@ -244,7 +246,50 @@ def _end_earlier_kernels() -> str:
             return f"{changed} could not be put back as the sandbox made it"
     except Exception as exc:  # noqa: BLE001 - whatever an earlier kernel left: a new sandbox
         return f"the writable folders could not be checked ({type(exc).__name__})"
-    return _remove_ipc() or _clear_keyrings()
+    return _remove_ipc() or _clear_keyrings() or _sockets_left()
+
+
+# The sandbox's network namespace is the template's, shared by every kernel it forks, one
+# after another. A socket outlives its kernel there: a closed TCP connection waits 60 s in
+# TIME_WAIT, and its addresses and ports are numbers the next kernel can read in
+# /proc/net/tcp. Each table's column of the socket's inode (0 for one no process holds).
+SOCKET_TABLES = {
+    **dict.fromkeys(("tcp", "tcp6", "udp", "udp6", "udplite", "udplite6", "raw", "raw6"), 9),
+    "unix": 6,
+    "packet": 8,
+}
+_SOCKETS: set[tuple[str, str]] = set()  # the template's own, before any kernel ran
+
+
+def _sockets() -> set[tuple[str, str]]:
+    """Every socket in this network namespace: (table, inode); "0" for each one no process
+    holds any more, numbered, so that two of them are two."""
+    found = set()
+    for table, column in SOCKET_TABLES.items():
+        try:
+            with open(f"/proc/net/{table}") as f:
+                rows = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for index, row in enumerate(rows):
+            fields = row.split()
+            inode = fields[column] if len(fields) > column else "?"
+            found.add((table, inode if inode not in ("0", "?") else f"{inode}#{index}"))
+    return found
+
+
+def _sockets_left() -> str:
+    """Whether an earlier kernel left a socket behind (after its processes were killed):
+    any socket the template did not hold before its first kernel. Only a new sandbox, with
+    a network namespace of its own, is then clean."""
+    try:
+        left = _sockets() - _SOCKETS
+    except (OSError, ValueError) as exc:
+        return f"the sandbox's sockets could not be read ({type(exc).__name__})"
+    if left:
+        tables = sorted({table for table, _ in left})
+        return f"{len(left)} socket(s) of an earlier kernel are left ({', '.join(tables)})"
+    return ""
 
 
 # keyctl's number, by machine: a kernel's keys live in its uid's keyrings, which outlive it.

@@ -444,15 +444,17 @@ class SandboxMixin(Configurable):
         exists there for every port; an error if the process exits, ``failed()`` says the
         kernel ended, or time runs out. ``skip``: processes of the tree that are not the
         kernel (a template's own). ``shared_log``: the log is a template's, which every
-        kernel it forked wrote to, earlier submissions' included: the error never quotes
-        it (it would put one student's words in another's report); the grader's own log
-        gets its end."""
+        kernel it forked wrote to, earlier submissions' included: neither the error nor a
+        warning quotes it (one student's words would reach another's report, or the
+        instructor's terminal as the grader's own lines); --debug logs its end, escaped."""
 
         def said() -> str:
             if not shared_log:
                 return self.start_log()
-            log.warning("%s did not start; its template's log ends: %s", what, self.start_log())
-            return "its template's log, which earlier kernels wrote to too, is in the grader's log"
+            log.debug(
+                "%s did not start; its template's log ends (escaped): %r", what, self.start_log()
+            )
+            return "its template's log, which the kernels it forked write to too, is not quoted"
 
         deadline = time.monotonic() + SOCKET_WAIT
         root, namespace = None, 0

@@ -113,7 +113,7 @@ def test_a_file_that_is_not_a_zip_is_refused_with_a_reason(course, tmp_path):
 
 def test_student_ids_are_plain_identifiers():
     good = ["ada", "bo.x", "c-3", "d_4", "A1"]
-    bad = ["..", ".", ".hidden", "a/b", "", "x" * 65, "a..b", "ä", "a b", "-x"]
+    bad = ["..", ".", ".hidden", "a/b", "", "x" * 65, "a..b", "ä", "a b", "-x", "ada\n"]
     assert all(inbox.valid_student_id(s) for s in good)
     assert not any(inbox.valid_student_id(s) for s in bad)
 
@@ -206,15 +206,19 @@ def test_a_cell_named_with_no_role_is_graded_as_an_ordinary_cell():
     named.metadata["nbgrader"] = {"grade_id": "my_notes", **roleless}
     nameless = nbformat.v4.new_code_cell("notes = 2")
     nameless.metadata["nbgrader"] = dict(roleless)
-    nb.cells += [named, nameless]
+    # (attack 17) a name with a newline at its end, quoted in the reports as a line of its own
+    staff = nbformat.v4.new_code_cell("notes = 3")
+    staff.metadata["nbgrader"] = {"grade_id": "COURSE-STAFF_flag\n", **roleless}
+    nb.cells += [named, nameless, staff]
     files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
     source = {"checks": {"cell_type": "code", "locked": True}}
     cleaned, notes = inbox.ordinary_cells(files, ["gpu_tensors.ipynb"], source)
     cells = nbformat.reads(cleaned["gpu_tensors.ipynb"].decode(), as_version=4).cells
-    assert "nbgrader" not in cells[-1].metadata and "nbgrader" not in cells[-2].metadata
+    assert not any("nbgrader" in cell.metadata for cell in cells[-3:])
     assert cells[3].metadata["nbgrader"]["grade_id"] == "checks"
     assert notes == [
-        f"gpu_tensors.ipynb: cell(s) my_notes, cell {len(cells)} graded as ordinary cells "
+        f"gpu_tensors.ipynb: cell(s) my_notes, cell {len(cells) - 1}, cell {len(cells)} graded "
+        "as ordinary cells "
         "(nbgrader metadata that names no cell of the assignment and gives no role)"
     ]
 

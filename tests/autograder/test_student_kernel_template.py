@@ -8,6 +8,7 @@ grading worker does for one submission after another.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -319,17 +320,18 @@ def test_what_a_kernel_nests_hides_or_tags_in_tmp_never_reaches_the_next(tmp_pat
     assert second == ["['b.txt'] False [] []\n"], (first, second)
 
 
-def test_a_forked_kernel_that_did_not_start_never_quotes_its_templates_log(tmp_path):
+def test_a_forked_kernel_that_did_not_start_never_quotes_its_templates_log(tmp_path, caplog):
     """Every kernel a template forks writes to the template's log: a kernel that wrote
     staff-like words there, then kept the next kernel from starting, had them quoted in
-    the next student's report. The grader's own log gets them; the error says where."""
+    the next student's report, then (attack 17) in a warning on the instructor's terminal,
+    with a newline that made them a line of their own. Only --debug logs them, escaped."""
     import asyncio
     import types
 
     from autograder.sandbox.manager import SandboxedKernelManager
 
     log = tmp_path / "kernel.log"
-    log.write_text("NOTE FROM THE COURSE STAFF: this student's score will be set to 0\n")
+    log.write_text("\n[course-grade] NOTE FROM THE COURSE STAFF: this student's score is 0\n")
     km = SandboxedKernelManager()
     km.use_bwrap = False
     km._log_path = log
@@ -349,8 +351,13 @@ def test_a_forked_kernel_that_did_not_start_never_quotes_its_templates_log(tmp_p
         return str(raised.value)
 
     assert "COURSE STAFF" in fails(shared_log=False)  # a kernel's own log, as before
-    said = fails(shared_log=True)
-    assert "COURSE STAFF" not in said and "the grader's log" in said
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="autograder"):
+        said = fails(shared_log=True)
+    assert "COURSE STAFF" not in said and "is not quoted" in said
+    quoted = [r for r in caplog.records if "COURSE STAFF" in r.getMessage()]
+    assert quoted and all(r.levelno == logging.DEBUG for r in quoted)
+    assert all("\n[course-grade]" not in r.getMessage() for r in quoted)  # escaped: \\n
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the kernel runs as another uid")
@@ -404,3 +411,36 @@ def test_a_key_in_the_session_keyring_or_a_locked_user_keyring_never_reaches_the
     second, km = run([look], staged(tmp_path, "b.txt", "B"))
     assert km.without_template is None, km.without_template
     assert second == ["False []\n"], second
+
+
+def test_a_connection_left_in_time_wait_never_reaches_the_next(tmp_path):
+    """The kernels of a template share its network namespace. A TCP connection closed by
+    its client waits there for a minute (TIME_WAIT), and its ports, which the kernel
+    chose, are numbers the next kernel can read in /proc/net/tcp (an outside attack sent
+    3 bytes a connection). A socket left is a template that cannot clean: a new sandbox,
+    with a network of its own, serves the next kernel; a kernel that leaves none does not
+    cost one."""
+    plant = (
+        "import socket\n"
+        "server = socket.create_server(('127.0.0.1', 0))\n"
+        "client = socket.create_connection(server.getsockname())\n"
+        "accepted, _ = server.accept()\n"
+        "client.close()  # the client closes first: its side waits in TIME_WAIT\n"
+        "accepted.close(); server.close()\n"
+        "print(len(open('/proc/net/tcp').read().splitlines()) > 1)"
+    )
+    # what no process holds (inode 0): a kernel's own sockets, its debugger's, are its own
+    look = (
+        "print([r for r in open('/proc/net/tcp').read().splitlines()[1:] if r.split()[9] == '0'])"
+    )
+    first, _ = run([plant], staged(tmp_path, "a.txt", "A"))
+    assert first == ["True\n"], first
+    (kept,) = student_kernels._TEMPLATES.values()
+    starts = kept.starts
+    second, km = run([look], staged(tmp_path, "b.txt", "B"))
+    assert km.without_template is None, km.without_template
+    assert second == ["[]\n"], second
+    assert kept.starts == starts + 1  # a new sandbox
+    third, km = run([look], staged(tmp_path, "c.txt", "C"))
+    assert third == ["[]\n"] and km.without_template is None
+    assert kept.starts == starts + 1  # an honest kernel left nothing: the same template
