@@ -22,6 +22,7 @@ from tests.servers import dask_cluster, has_postgres, postgres
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.first,
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
     pytest.mark.skipif(
         not has_postgres(), reason="needs Debian's postgresql (scripts/setup --system installs it)"

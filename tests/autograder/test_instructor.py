@@ -406,7 +406,8 @@ def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
         time.sleep(0.1)
     os.killpg(run.pid, signal.SIGINT)
     stdout, stderr = run.communicate(timeout=120)
-    return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
+    # args keeps the pid: the run's own folder in /tmp is named for it (cg-run-<pid>-*)
+    return subprocess.CompletedProcess([*run.args, run.pid], run.returncode, stdout, stderr)
 
 
 def every_score(course: Path) -> dict[str, dict]:
@@ -499,7 +500,14 @@ def life():
             gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
         before = set(Path("/tmp").glob("cg-*"))
         runs["interrupted"] = interrupt_after_first_grade(course)  # as root (sudo)
-        runs["left in /tmp"] = sorted(str(p) for p in set(Path("/tmp").glob("cg-*")) - before)
+        # What this run left: its run folder, or a folder with a copy of this course (other
+        # test runs on the machine, pytest-xdist's other worker among them, make their own).
+        pid = runs["interrupted"].args[-1]
+        runs["left in /tmp"] = sorted(
+            str(p)
+            for p in set(Path("/tmp").glob("cg-*")) - before
+            if p.name.startswith(f"cg-run-{pid}-") or p in ours(exchange)
+        )
         ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
         runs["kept"] = {p.stem: p.read_text() for p in ledger.glob("*.json")}
         forge(exchange, course_id, "cg19cy", victim=sorted(runs["kept"])[0])

@@ -40,6 +40,7 @@ from tests.submissions_gpu_tensors import (
 CLI = str(Path(sys.executable).parent / "course-grade")
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.first,
     pytest.mark.skipif(
         shutil.which("bwrap") is None,
         reason="needs bubblewrap (scripts/setup --system installs it)",

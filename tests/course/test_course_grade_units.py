@@ -26,6 +26,7 @@ from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgra
 CLI = str(Path(sys.executable).parent / "course-grade")
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.first,
     pytest.mark.skipif(
         shutil.which("bwrap") is None,
         reason="needs bubblewrap (scripts/setup --system installs it)",

@@ -28,7 +28,9 @@ import pytest
 from nbgrader.api import Gradebook
 from units import UNITS, submissions
 
-pytestmark = pytest.mark.slow
+# first: its class fixture grades every unit (minutes); timeout: under pytest-xdist the other
+# process grades beside it, and the fixture counts against its first test's time.
+pytestmark = [pytest.mark.slow, pytest.mark.first, pytest.mark.timeout(1500)]
 
 
 def pytest_generate_tests(metafunc):
