@@ -125,22 +125,29 @@ def no_such_unit(course_root: Path, assignment: str) -> str:
     said = f"no source notebooks in {course_root / 'source' / assignment}"
     if near:
         said += f"; did you mean {near[0]}?"
-    return said + f" The course's units: {', '.join(units) or 'none (source/ is empty)'}"
+    if not (course_root / "source").is_dir():
+        return (
+            f"{said}. {course_root} has no source/ folder: is it the course folder? "
+            "Run course-grade in the course folder (where nbgrader_config.py and source/ "
+            "are), or give it with --course DIR."
+        )
+    return said + f". The course's units: {', '.join(units) or 'none (source/ is empty)'}"
 
 
 def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:
     """Every student's outcome as the ledger has it, without grading (--report-only)."""
     ledger = Ledger(course_root, assignment)
     outcomes = {e["student_id"]: {**e, "this_run": "unchanged"} for e in ledger.entries()}
+    full = full_marks(course_root, assignment)
     for student in roster(course_root):
         outcomes.setdefault(
             student,
-            _nothing_submitted(student),
+            _nothing_submitted(student, full),
         )
     for student, notes in ledger.notes().items():
         outcome = outcomes.setdefault(
             student,
-            _nothing_submitted(student),
+            _nothing_submitted(student, full),
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
@@ -229,9 +236,22 @@ def grade_assignment(
 
 
 # What the grader says about itself, not the submission: graded again on the next run.
-def _nothing_submitted(student: str) -> dict:
-    """A student of the gradebook with no submission: 0, as nbgrader's export says."""
-    return fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, None, ["nothing submitted"]).as_dict()
+def _nothing_submitted(student: str, full: float | None) -> dict:
+    """A student of the gradebook with no submission: 0 of the assignment's full marks, as
+    nbgrader's export says (a blank maximum read as 0 of nothing in a spreadsheet)."""
+    return fates.Outcome(student, fates.NOT_SUBMITTED, 0.0, full, ["nothing submitted"]).as_dict()
+
+
+def full_marks(course_root: Path, assignment: str) -> float | None:
+    """The assignment's full marks, as the gradebook has them (None if it has not the
+    assignment)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(grading_config(course_root).CourseDirectory.db_url) as gb:
+        try:
+            return float(gb.find_assignment(assignment).max_score)
+        except MissingEntry:
+            return None
 
 
 def _retried(entry: dict) -> bool:
@@ -262,6 +282,7 @@ def _grade_class(
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
     cells = inbox.source_cells(course_root, assignment)
+    full = full_marks(course_root, assignment)
     to_grade: list[Job] = []
     outcomes: dict[str, dict] = {}
     pending = ledger.to_regrade()  # what an interrupted forced run had still to grade
@@ -307,7 +328,7 @@ def _grade_class(
         _zero_submission(course_root, assignment, student)
     for student in roster(course_root):
         if student not in outcomes and student not in waiting:
-            outcomes[student] = _nothing_submitted(student)
+            outcomes[student] = _nothing_submitted(student, full)
 
     if progress is not None:
         progress.reset(total=len(to_grade))
@@ -317,7 +338,9 @@ def _grade_class(
         if outcome["student_id"] in pending:
             pending.discard(outcome["student_id"])
             ledger.set_to_regrade(pending)
-        outcomes[outcome["student_id"]] = {**outcome, "this_run": "graded"}
+        # the grader's own failure is no grade: said apart, and graded again next run
+        done_now = "failed" if outcome["fate"] == fates.ERROR else "graded"
+        outcomes[outcome["student_id"]] = {**outcome, "this_run": done_now}
         if on_result:
             on_result(outcome)
         if progress is not None:
@@ -325,7 +348,7 @@ def _grade_class(
     for student, notes in ledger.notes().items():  # e.g. a folder forged in another's name
         outcome = outcomes.setdefault(
             student,
-            _nothing_submitted(student),
+            _nothing_submitted(student, full),
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]

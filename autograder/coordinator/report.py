@@ -369,6 +369,7 @@ def summary_table(outcomes: list[dict]) -> str:
 
 THIS_RUN = {
     "graded": "graded",
+    "failed": "failed in the grader (graded again next run)",
     "rejected": "refused before grading",
     "import": "left by an import",
     "unchanged": "unchanged since graded",

@@ -82,11 +82,13 @@ def test_the_summary_says_the_whole_class_and_what_this_run_did():
             "this_run": "unchanged",
         },
         {"student_id": "cy", "fate": "invalid notebook", "score": None, "this_run": "rejected"},
+        {"student_id": "di", "fate": "error", "score": None, "this_run": "failed"},
     ]
     table = summary_table(outcomes)
     assert "graded: 2  invalid notebook: 1" in table  # the whole class
     assert table.splitlines()[-1] == (
-        "this run: 1 graded, 1 refused before grading, 1 unchanged since graded"
+        "this run: 1 graded, 1 failed in the grader (graded again next run), "
+        "1 refused before grading, 1 unchanged since graded"
     )
     assert "-28 from a raw 28" in next(line for line in table.splitlines() if line.startswith("bo"))
 
@@ -153,6 +155,15 @@ def test_a_misspelled_unit_is_refused_with_the_nearest_name_and_the_course_units
     said = capsys.readouterr().err
     assert f"did you mean {ASSIGNMENT}?" in said and f"The course's units: {ASSIGNMENT}" in said
     assert sorted(p.name for p in course.iterdir()) == before
+
+
+def test_a_folder_that_is_not_the_course_says_so_and_how_to_name_it(tmp_path, capsys):
+    """Run from another folder (a home folder): not "source/ is empty", but that this is
+    no course folder, and --course."""
+    assert cli.main([ASSIGNMENT, "--course", str(tmp_path), "--no-sandbox"]) == 2
+    said = capsys.readouterr().err
+    assert "has no source/ folder: is it the course folder?" in said and "--course DIR" in said
+    assert "source/ is empty" not in said and list(tmp_path.iterdir()) == []
 
 
 def test_canvas_targets_existing_columns_names_students_and_leaves_unreleased_units_empty(tmp_path):
@@ -317,6 +328,8 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
     # Nothing submitted is said in its own words, apart from a folder without the notebook.
     said = {o["student_id"]: o for o in recorded_outcomes(course, ASSIGNMENT)}
     assert (said["fay"]["fate"], said["fay"]["score"]) == ("not submitted", 0.0)
+    # 0 of the assignment's full marks, as grades.csv says, never 0 of a blank
+    assert said["fay"]["max_score"] == float(grades["fay"]["max_score"])
     assert said["dave"]["fate"] == "no notebook"
 
 
@@ -728,6 +741,8 @@ def test_no_student_work_or_grade_can_be_committed(life):
         (repo / "course" / "incoming" / "ada.ipynb").write_text("{}")
         # course-grade --log-file grading.log, in the course folder: ids, code, scores.
         (repo / "course" / "grading.log").write_text("ada: graded, 30.0 of 30.0 points\n")
+        # the roster the README imports with `nbgrader db student import roster.csv`
+        (repo / "course" / "roster.csv").write_text("id,first_name,last_name,email\n")
         ok(subprocess.run(["git", "init", "-q"], cwd=repo / "course", capture_output=True))
         listed = ok(
             subprocess.run(
