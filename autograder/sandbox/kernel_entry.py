@@ -2,7 +2,8 @@
 
 Runs inside the sandbox (``autograder.sandbox.bubblewrap``), before any code of the notebook:
 applies the rlimits passed in ``COURSE_GRADE_LIMITS`` (JSON), drops root to
-``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root), enters the second
+``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root; a template first
+starts its pid keeper, ``start_pid_keeper``), enters the second
 bubblewrap named by ``COURSE_GRADE_NEST`` when set (a user namespace that allows no other;
 this module then runs again inside it), fills the working folder from the read-only
 staging folder, then hands over to ipykernel (or, for a test kernel's template, to
@@ -33,6 +34,15 @@ TEMPLATE_ENV = "COURSE_GRADE_TEMPLATE"
 # Comma-separated modules a template imports beyond its kind's own (Sandbox.template_preload).
 PRELOAD_ENV = "COURSE_GRADE_PRELOAD"
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# A template's pipe to its pid keeper: "request_fd,reply_fd" (see start_pid_keeper).
+PIDS_ENV = "COURSE_GRADE_PIDS"
+# Every kernel a template forks gets the pid after this one, so that no kernel can move
+# the pid counter to leave the next one a number in its pid.
+KERNEL_PID_BEFORE = 999
+NOBODY = 65534
+CAP_CHECKPOINT_RESTORE = 40
+_PR_CAPBSET_DROP, _PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS, _PR_SET_DUMPABLE = 24, 8, 38, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 # A template's exit status when it had more than one thread before a fork.
 UNSAFE_TO_FORK = 3
 MB = 1024 * 1024
@@ -90,6 +100,66 @@ def kernel_cpu_limit() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (soft - TEMPLATE_START_CPU, hard))
 
 
+def start_pid_keeper() -> str:
+    """For a template, as root, before root is dropped: a process in the sandbox's pid
+    namespace that keeps one right only, to set the namespace's next pid
+    (CAP_CHECKPOINT_RESTORE), and does one thing: for each byte the template sends, it
+    sets the next pid to KERNEL_PID_BEFORE + 1 and answers "0" (done) or "1". So every
+    kernel gets the same pid. It runs as nobody, not dumpable: no kernel can signal,
+    trace or reach it, and one that could only make it set the same number. Returns the
+    template's ends of the pipe, "request_fd,reply_fd"."""
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(request_w)
+            os.close(reply_r)
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)  # the template's pipes to the host are not the keeper's
+            os.dup2(null, 1)
+            _keep_pids(request_r, reply_w)
+        finally:
+            os._exit(0)
+    os.close(request_r)
+    os.close(reply_w)
+    os.set_inheritable(request_w, True)
+    os.set_inheritable(reply_r, True)
+    return f"{request_w},{reply_r}"
+
+
+def _keep_pids(request: int, reply: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        if cap != CAP_CHECKPOINT_RESTORE:
+            libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0)
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+    # capset's data: effective, permitted, inheritable of capabilities 0-31, then of 32-63
+    low, high = (1 << CAP_CHECKPOINT_RESTORE) & 0xFFFFFFFF, (1 << CAP_CHECKPOINT_RESTORE) >> 32
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)(low, low, 0, high, high, 0)
+    if libc.capset(header, data) != 0:
+        return
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    while os.read(request, 1):
+        try:
+            fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY)
+            try:
+                os.write(fd, str(KERNEL_PID_BEFORE).encode())
+            finally:
+                os.close(fd)
+            os.write(reply, b"0")
+        except OSError:
+            os.write(reply, b"1")
+
+
 def drop_root(uid: int) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -120,6 +190,8 @@ def main() -> None:
         json.loads(os.environ.pop(LIMITS_ENV, "{}")), template=bool(os.environ.get(TEMPLATE_ENV))
     )
     uid = os.environ.pop(UID_ENV, "")
+    if uid and os.environ.get(TEMPLATE_ENV):
+        os.environ[PIDS_ENV] = start_pid_keeper()
     if uid:
         drop_root(int(uid))
     nest = os.environ.pop(NEST_ENV, "")

@@ -25,6 +25,8 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   writable first), removes its System V IPC objects, empties its uid's keyrings (user,
   user-session and persistent), and checks that no socket is left in the sandbox's network
   namespace (a closed TCP connection lingers there for a minute, its ports readable).
+  Then it has the pid keeper (``kernel_entry.start_pid_keeper``) set the pid counter, so
+  that every kernel gets the same pid and none can leave the next a number in it.
   If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
   in a new sandbox. Then it forks one child and says ``forked <n> <pid>``, ``n`` the
   fork's number (1, 2, ...): a kernel can use up the sandbox's pids until the next child
@@ -66,6 +68,7 @@ from collections.abc import Sequence
 from autograder.bridge import plaindata
 from autograder.sandbox.kernel_entry import (
     MODULE_NAME,
+    PIDS_ENV,
     STAGING_DIR,
     UNSAFE_TO_FORK,
     WORK_DIR,
@@ -160,6 +163,9 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
     for path in [*WRITABLE, *_BASELINE]:
         _BASELINE_STATE[path] = _state(path)
     _KEYRINGS[0] = _keyrings_answer()
+    pids = os.environ.pop(PIDS_ENV, "")
+    if pids:
+        _PIDS.extend(int(fd) for fd in pids.split(","))
     preload(kind, more)
     _SOCKETS.update(_sockets())  # its own, should an import have made one
     for folder in WRITABLE:
@@ -184,7 +190,7 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         if staging and not _STAGING_NAME.fullmatch(staging):
             sys.stderr.write("kernel_template: a staging folder must be a plain name\n")
             continue
-        problem = _end_earlier_kernels()
+        problem = _end_earlier_kernels() or _next_pid()
         if problem:  # the host sees the template end, and starts a new one (a new sandbox)
             sys.stderr.write(f"kernel_template: {problem}; a new template must serve\n")
             sys.stderr.flush()
@@ -203,6 +209,24 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         os.write(1, f"forked {number} {pid}\n".encode())
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
     os._exit(0)
+
+
+_PIDS: list[int] = []  # the pipe to the pid keeper (kernel_entry.start_pid_keeper), if any
+
+
+def _next_pid() -> str:
+    """Have the pid keeper set the next kernel's pid, the same as every kernel's; or why it
+    cannot be. Without a keeper (a sandbox not started as root) a template serves one
+    kernel only: each kernel after the first gets a new sandbox, whose pid counter no
+    kernel has moved."""
+    if not _PIDS:
+        return "no pid keeper here to give the next kernel a pid of its own" if _FORKS[0] else ""
+    try:
+        os.write(_PIDS[0], b"p")
+        answer = os.read(_PIDS[1], 1)
+    except OSError as exc:
+        return f"the pid keeper did not answer ({type(exc).__name__})"
+    return "" if answer == b"0" else "the pid keeper could not set the next pid"
 
 
 def _end_earlier_kernels() -> str:
@@ -422,6 +446,8 @@ def _remove_ipc() -> str:
 
 
 def _become_kernel(connection: dict, staging: str = "") -> None:
+    for fd in _PIDS:  # the pid keeper is the template's to ask, never a kernel's
+        os.close(fd)
     kernel_cpu_limit()
     os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a kernel waits for its own children

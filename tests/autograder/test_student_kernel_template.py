@@ -444,3 +444,29 @@ def test_a_connection_left_in_time_wait_never_reaches_the_next(tmp_path):
     third, km = run([look], staged(tmp_path, "c.txt", "C"))
     assert third == ["[]\n"] and km.without_template is None
     assert kept.starts == starts + 1  # an honest kernel left nothing: the same template
+
+
+def test_every_kernel_gets_the_same_pid(tmp_path):
+    """Kernels of a template share its pid namespace one after another. A kernel could
+    move the pid counter (by starting processes) to leave the next one a number in its
+    pid, about 20 bits (a seventeenth outside attack's p03). Before each fork a keeper
+    that may do nothing else sets the counter: every kernel gets the same pid."""
+    burn = (
+        "import os\n"
+        "for _ in range(100):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "print(os.getpid())"
+    )
+    first, km = run([burn], staged(tmp_path, "a.txt", "A"))
+    assert km.without_template is None, km.without_template
+    (kept,) = student_kernels._TEMPLATES.values()
+    starts = kept.starts
+    second, km = run(["import os; print(os.getpid())"], staged(tmp_path, "b.txt", "B"))
+    assert km.without_template is None, km.without_template
+    assert second == first and kept.starts == starts  # the same pid, from the same template
+    from autograder.sandbox.kernel_entry import KERNEL_PID_BEFORE
+
+    assert first == [f"{KERNEL_PID_BEFORE + 1}\n"]
