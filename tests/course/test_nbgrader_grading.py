@@ -152,6 +152,9 @@ class GradedClasses:
             from concurrent.futures import ThreadPoolExecutor
 
             halves = [(u, half) for u in UNITS for half in (0, 1)]
+            # pytest makes its base folder on first use; two threads at once both would
+            # (FileExistsError where this is a process's first test, as under pytest-xdist)
+            self.tmp_path_factory.getbasetemp()
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
                 courses = list(
                     pool.map(lambda job: self._grade(submissions(job[0]), job[1]), halves)
