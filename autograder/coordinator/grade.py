@@ -379,14 +379,21 @@ class LocalPool:
         # Started at once: each worker imports nbgrader and prepares its private course
         # while the coordinator checks the inbox (a pool starts its processes only when
         # work arrives, so each gets a no-op).
-        pool = ProcessPoolExecutor(
-            self.workers,
-            mp_context=self.context,
-            initializer=init_pool_worker,
-            initargs=(self.files_of_course, self.stop, str(self.run_folder)),
-        )
-        for _ in range(self.workers):
-            pool.submit(os.getpid)
+        # Ctrl-C is the coordinator's: a worker that got it while still starting (before
+        # its initializer's handler) printed a traceback. They start with it blocked, which
+        # they inherit, and unblock it once their handler is in place (init_worker).
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=self.context,
+                initializer=init_pool_worker,
+                initargs=(self.files_of_course, self.stop, str(self.run_folder)),
+            )
+            for _ in range(self.workers):
+                pool.submit(os.getpid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return pool
 
     def submit(self, fn, *args):

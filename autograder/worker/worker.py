@@ -68,6 +68,7 @@ def init_worker(course_files: CourseFiles | None = None) -> None:
     # Ctrl-C is the coordinator's to handle (it says what was kept, then ends the workers).
     # A handler, not SIG_IGN, which the kernels this process starts would inherit.
     signal.signal(signal.SIGINT, lambda *_: None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it started
     logs.configure_from_env()
     if course_files is not None:
         with contextlib.suppress(Exception):
