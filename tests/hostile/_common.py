@@ -58,3 +58,23 @@ def with_trick(trick: str, cell: str = "q1_prepare_batch", base=None) -> dict:
     answers = dict(base or BASE)
     answers[cell] = SOLUTIONS[cell] + "\n\n" + trick.strip() + "\n"
     return answers
+
+
+def with_a_cell_of_no_role(grade_id: str):
+    """A notebook of BASE answers with one more code cell whose nbgrader metadata names
+    ``grade_id`` and gives it no role (grade, solution and locked all false)."""
+    import nbformat
+
+    from tests.submissions_gpu_tensors import make_submission
+
+    nb = make_submission(answers=BASE)
+    cell = nbformat.v4.new_code_cell("notes = 'my own working'")
+    cell.metadata["nbgrader"] = {
+        "grade_id": grade_id,
+        "grade": False,
+        "solution": False,
+        "locked": False,
+        "schema_version": 3,
+    }
+    nb.cells.append(cell)
+    return nb

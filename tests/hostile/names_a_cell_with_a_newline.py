@@ -4,10 +4,7 @@ reports' details, a line of its own that looked like the staff's (a seventeenth 
 attack's h01). Names are checked whole: this one is not plain, the notebook is refused
 as any notebook with a forged cell name, and the name is never quoted."""
 
-import nbformat
-
-from tests.hostile._common import BASE
-from tests.submissions_gpu_tensors import make_submission
+from tests.hostile._common import with_a_cell_of_no_role
 
 WEAKNESS = 9
 STUDENT_ID = "trick-names-a-cell-with-a-newline"
@@ -17,14 +14,4 @@ EXPECTED_DETAIL = "has an nbgrader cell name that is not a plain name"
 
 
 def transform(nb):
-    nb = make_submission(answers=BASE)
-    cell = nbformat.v4.new_code_cell("notes = 'my own working'")
-    cell.metadata["nbgrader"] = {
-        "grade_id": "COURSE-STAFF_plagiarism_flag_score_provisional\n",
-        "grade": False,
-        "solution": False,
-        "locked": False,
-        "schema_version": 3,
-    }
-    nb.cells.append(cell)
-    return nb
+    return with_a_cell_of_no_role("COURSE-STAFF_plagiarism_flag_score_provisional\n")

@@ -4,10 +4,7 @@ looking for it, which made the wrong answers around it the grader's own "error",
 score, on every run (a fourteenth outside attack's W2). It is graded as the ordinary cell
 it is, and the report says so."""
 
-import nbformat
-
-from tests.hostile._common import BASE, HONEST_SCORE
-from tests.submissions_gpu_tensors import make_submission
+from tests.hostile._common import HONEST_SCORE, with_a_cell_of_no_role
 
 WEAKNESS = 9
 STUDENT_ID = "trick-names-a-cell-with-no-role"
@@ -17,14 +14,4 @@ EXPECTED_DETAIL = "my_notes graded as ordinary cells"
 
 
 def transform(nb):
-    nb = make_submission(answers=BASE)
-    cell = nbformat.v4.new_code_cell("notes = 'my own working'")
-    cell.metadata["nbgrader"] = {
-        "grade_id": "my_notes",
-        "grade": False,
-        "solution": False,
-        "locked": False,
-        "schema_version": 3,
-    }
-    nb.cells.append(cell)
-    return nb
+    return with_a_cell_of_no_role("my_notes")
