@@ -50,6 +50,7 @@ from traitlets.config import Configurable
 from autograder.sandbox.kernel_entry import (  # noqa: F401
     MODULE_NAME,
     STAGING_DIR,
+    TEMPLATE_CAPS,
     WORK_DIR,
     nested_argv,
 )
@@ -241,7 +242,9 @@ class Sandbox(Configurable):
             "max_file_mb": self.max_file_mb,
         }
 
-    def command(self, staging: Path, ro_files: list[Path], uid: int) -> tuple[list[str], dict]:
+    def command(
+        self, staging: Path, ro_files: list[Path], uid: int, template: bool = False
+    ) -> tuple[list[str], dict]:
         """The command up to the kernel's own, and what kernel_entry must still do.
 
         ``uid`` >= 0 (root): bubblewrap runs as root, so that it can bind what only root
@@ -252,14 +255,18 @@ class Sandbox(Configurable):
         """
         bwrap = self.bwrap_path() or self.bwrap
         if uid < 0:
-            return self.argv(staging, ro_files, userns=True), {}
+            return self.argv(staging, ro_files, userns=True, template=template), {}
         steps = {"uid": uid}
         if userns_problem(bwrap, uid) is None:
             steps["nest"] = bwrap
         return self.argv(staging, ro_files, userns=False), steps
 
-    def argv(self, staging: Path, ro_files=(), userns: bool = True) -> list[str]:
-        """bwrap's arguments up to and including the ``--`` before the kernel command."""
+    def argv(
+        self, staging: Path, ro_files=(), userns: bool = True, template: bool = False
+    ) -> list[str]:
+        """bwrap's arguments up to and including the ``--`` before the kernel command.
+        ``template``: a kernel template's, with two capabilities in its own user namespace
+        to give each kernel namespaces of its own (kernel_entry.TEMPLATE_CAPS)."""
         args = [self.bwrap_path() or self.bwrap]
         made: set[str] = set()
 
@@ -293,6 +300,8 @@ class Sandbox(Configurable):
         args.extend(["--chdir", "/tmp"])
         if userns:
             args.extend(["--unshare-user", "--disable-userns"])
+            if template:
+                args.extend(TEMPLATE_CAPS)
         args.extend(
             [
                 "--unshare-ipc",

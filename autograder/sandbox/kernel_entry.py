@@ -59,12 +59,19 @@ MODULE = __spec__.name if __spec__ is not None else __name__
 STAGING_DIR = "/staging"
 
 
-def nested_argv(bwrap: str) -> list[str]:
-    """The second, unprivileged bubblewrap: a user namespace that allows no other."""
+# A template's, in its own user namespace only: to give each kernel it forks mount, IPC and
+# network namespaces of its own (kernel_template._own_namespaces). No kernel keeps them.
+TEMPLATE_CAPS = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN")
+
+
+def nested_argv(bwrap: str, template: bool = False) -> list[str]:
+    """The second, unprivileged bubblewrap: a user namespace that allows no other (and for
+    a template, its two capabilities there)."""
     return [
         bwrap,
         "--unshare-user",
         "--disable-userns",
+        *(TEMPLATE_CAPS if template else ()),
         "--dev-bind",
         "/",
         "/",
@@ -196,7 +203,7 @@ def main() -> None:
         drop_root(int(uid))
     nest = os.environ.pop(NEST_ENV, "")
     if nest:
-        argv = nested_argv(nest) + [
+        argv = nested_argv(nest, template=bool(os.environ.get(TEMPLATE_ENV))) + [
             sys.executable,
             "-I",
             "-m",

@@ -26,7 +26,10 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   user-session and persistent), and checks that no socket is left in the sandbox's network
   namespace (a closed TCP connection lingers there for a minute, its ports readable).
   Then it has the pid keeper (``kernel_entry.start_pid_keeper``) set the pid counter, so
-  that every kernel gets the same pid and none can leave the next a number in it.
+  that every kernel gets the same pid and none can leave the next a number in it. The
+  child makes mount, IPC and network namespaces of its own, with a new /tmp, /dev/shm and
+  /dev/mqueue (``_own_namespaces``), then drops every capability, before anything of the
+  kernel runs: nothing it leaves there, counters included, reaches the next kernel.
   If anything is left, it exits with ``CANNOT_CLEAN`` and the host starts a new template
   in a new sandbox. Then it forks one child and says ``forked <n> <pid>``, ``n`` the
   fork's number (1, 2, ...): a kernel can use up the sandbox's pids until the next child
@@ -163,6 +166,7 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
     for path in [*WRITABLE, *_BASELINE]:
         _BASELINE_STATE[path] = _state(path)
     _KEYRINGS[0] = _keyrings_answer()
+    _NAMESPACES[0] = _can_give_namespaces()
     pids = os.environ.pop(PIDS_ENV, "")
     if pids:
         _PIDS.extend(int(fd) for fd in pids.split(","))
@@ -202,6 +206,8 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         if pid == 0:
             try:
                 _become_kernel(request["connection"], staging)
+            except BaseException as exc:  # noqa: BLE001 - said in the log, then the child ends
+                sys.stderr.write(f"kernel_template: a kernel could not be set up: {exc!r}\n")
             finally:
                 os._exit(1)
         _FORKS[0] += 1
@@ -219,6 +225,8 @@ def _next_pid() -> str:
     cannot be. Without a keeper (a sandbox not started as root) a template serves one
     kernel only: each kernel after the first gets a new sandbox, whose pid counter no
     kernel has moved."""
+    if not _NAMESPACES[0] and _FORKS[0]:
+        return "no namespaces of its own for the next kernel here"
     if not _PIDS:
         return "no pid keeper here to give the next kernel a pid of its own" if _FORKS[0] else ""
     try:
@@ -445,9 +453,109 @@ def _remove_ipc() -> str:
     return ""
 
 
+# A kernel's namespaces of its own (see _own_namespaces); the template's two capabilities,
+# in its own user namespace only, that make them, and that no kernel keeps.
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x8000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 2, 4, 4096, 8192, 1 << 14, 1 << 18
+CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 1
+_SIZES: dict[str, int] = {}  # /tmp's and /dev/shm's sizes in bytes, as the sandbox made them
+_NAMESPACES = [False]  # whether each kernel gets namespaces of its own here
+
+
+def _capabilities() -> int:
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("CapEff:")).split()[1], 16)
+
+
+def _can_give_namespaces() -> bool:
+    """Whether this template may give each kernel namespaces of its own: it holds, in its
+    own user namespace, the two capabilities the sandbox gives a template for that."""
+    for folder in ("/tmp", "/dev/shm"):
+        st = os.statvfs(folder)
+        _SIZES[folder] = st.f_blocks * st.f_frsize
+    need = (1 << CAP_SYS_ADMIN) | (1 << CAP_NET_ADMIN)
+    return _capabilities() & need == need
+
+
+def _mounts_under(folder: str) -> list[str]:
+    """The outermost mount points below ``folder`` (a course's .venv bound under /tmp)."""
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
+            if point.startswith(folder + "/"):
+                points.append(point)
+    return [p for p in sorted(points) if not any(p.startswith(q + "/") for q in points)]
+
+
+def _own_namespaces() -> None:
+    """In a forked child, before anything of the kernel runs: mount, IPC and network
+    namespaces of its own, with a new tmpfs at /tmp and /dev/shm (the sandbox's sizes) and
+    a new /dev/mqueue. What a kernel leaves in its namespaces, counters included (System
+    V IPC ids, tmpfs inode numbers, network statistics: an eighteenth outside attack read
+    each as a note), goes with it; the next kernel starts in new ones. Bind mounts under
+    /tmp (a course's .venv under /tmp) are carried over into the new /tmp."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def done(result: int, what: str) -> None:
+        if result != 0:
+            raise OSError(ctypes.get_errno(), f"{what} failed")
+
+    done(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    done(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
+    # The new /tmp is made on /staging (the only folder free to cover for a moment), gets
+    # the binds under the old /tmp, then moves to /tmp; /staging shows its files again.
+    below = _mounts_under("/tmp")
+    options = f"size={_SIZES['/tmp']},mode=1777".encode()
+    done(
+        libc.mount(b"tmpfs", STAGING_DIR.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "tmpfs"
+    )
+    for point in below:
+        inside = STAGING_DIR + point[len("/tmp") :]
+        if os.path.isdir(point):
+            os.makedirs(inside, mode=0o755, exist_ok=True)
+        else:  # a file bound on its own (a connection file): a file to mount it on
+            os.makedirs(os.path.dirname(inside), mode=0o755, exist_ok=True)
+            os.close(os.open(inside, os.O_WRONLY | os.O_CREAT, 0o600))
+        done(libc.mount(point.encode(), inside.encode(), None, MS_BIND | MS_REC, None), point)
+    done(libc.mount(STAGING_DIR.encode(), b"/tmp", None, MS_MOVE, None), "moving /tmp")
+    options = f"size={_SIZES['/dev/shm']},mode=1777".encode()
+    done(libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, options), "/dev/shm")
+    done(libc.mount(b"mqueue", b"/dev/mqueue", b"mqueue", MS_NOSUID | MS_NODEV, None), "mqueue")
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # loopback up, as bwrap's
+        flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags[1] | IFF_UP))
+
+
+def _drop_capabilities() -> None:
+    """A kernel holds no capability in any set; else it must not run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    libc.capset(header, (ctypes.c_uint32 * 6)())  # effective, permitted, inheritable: none
+    with open("/proc/self/status") as f:
+        sets = [
+            line.split()[1]
+            for line in f
+            if line.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb"))
+        ]
+    if any(int(value, 16) for value in sets):
+        raise OSError("a kernel must hold no capability")
+
+
 def _become_kernel(connection: dict, staging: str = "") -> None:
     for fd in _PIDS:  # the pid keeper is the template's to ask, never a kernel's
         os.close(fd)
+    if _NAMESPACES[0]:
+        _own_namespaces()
+    _drop_capabilities()
     kernel_cpu_limit()
     os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # a kernel waits for its own children

@@ -228,7 +228,9 @@ class SandboxMixin(Configurable):
         if self.use_bwrap:
             staging = Path(self.staging or self._empty_staging)
             # The connection file (the channel's key) is bound read-only.
-            prefix, steps = sandbox.command(staging, [Path(self.connection_file)], self.uid)
+            prefix, steps = sandbox.command(
+                staging, [Path(self.connection_file)], self.uid, template=bool(self.template)
+            )
             command = prefix + command
         # bwrap's --die-with-parent ends the kernel when bwrap dies; bwrap (or the
         # unsandboxed kernel) is tied to the grader from the fork on (die_with_grader).

@@ -417,9 +417,8 @@ def test_a_connection_left_in_time_wait_never_reaches_the_next(tmp_path):
     """The kernels of a template share its network namespace. A TCP connection closed by
     its client waits there for a minute (TIME_WAIT), and its ports, which the kernel
     chose, are numbers the next kernel can read in /proc/net/tcp (an outside attack sent
-    3 bytes a connection). A socket left is a template that cannot clean: a new sandbox,
-    with a network of its own, serves the next kernel; a kernel that leaves none does not
-    cost one."""
+    3 bytes a connection). Each kernel now has a network namespace of its own, which goes
+    with it: the next kernel, forked from the same template, sees no such connection."""
     plant = (
         "import socket\n"
         "server = socket.create_server(('127.0.0.1', 0))\n"
@@ -440,10 +439,7 @@ def test_a_connection_left_in_time_wait_never_reaches_the_next(tmp_path):
     second, km = run([look], staged(tmp_path, "b.txt", "B"))
     assert km.without_template is None, km.without_template
     assert second == ["[]\n"], second
-    assert kept.starts == starts + 1  # a new sandbox
-    third, km = run([look], staged(tmp_path, "c.txt", "C"))
-    assert third == ["[]\n"] and km.without_template is None
-    assert kept.starts == starts + 1  # an honest kernel left nothing: the same template
+    assert kept.starts == starts  # the same template: nothing was left in its network
 
 
 def test_every_kernel_gets_the_same_pid(tmp_path):
@@ -470,3 +466,47 @@ def test_every_kernel_gets_the_same_pid(tmp_path):
     from autograder.sandbox.kernel_entry import KERNEL_PID_BEFORE
 
     assert first == [f"{KERNEL_PID_BEFORE + 1}\n"]
+
+
+def test_no_counter_an_earlier_kernel_moved_is_seen_by_the_next(tmp_path):
+    """The kernels of a template shared its IPC, network and mount namespaces one after
+    another. Emptying them is not enough: their counters stay, and an eighteenth outside
+    attack wrote a note in each, read by the next kernel: the next System V IPC id, the
+    next inode number of /tmp and /dev/shm, the network's statistics. Each kernel gets
+    namespaces of its own, with a new /tmp and /dev/shm: every kernel sees what the first
+    saw, whatever the one before it did."""
+    look = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None)\n"
+        "shm = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600\n"
+        "libc.shmctl(shm, 0, None)  # IPC_RMID\n"
+        "inodes = []\n"
+        "for folder in ('/tmp', '/dev/shm'):\n"
+        "    with open(folder + '/probe', 'w') as f:\n"
+        "        inodes.append(os.fstat(f.fileno()).st_ino)\n"
+        "    os.remove(folder + '/probe')\n"
+        "udp = [l for l in open('/proc/net/snmp') if l.startswith('Udp:')][1].split()[4]\n"
+        "print(shm, inodes, udp)"
+    )
+    move = (
+        "import ctypes, os, socket\n"
+        "libc = ctypes.CDLL(None)\n"
+        "for _ in range(50):\n"
+        "    libc.shmctl(libc.shmget(0, 4096, 0o1600), 0, None)\n"
+        "for folder in ('/tmp', '/dev/shm'):\n"
+        "    for i in range(50):\n"
+        "        open(f'{folder}/n{i}', 'w').close(); os.remove(f'{folder}/n{i}')\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "for _ in range(42):\n"
+        "    s.sendto(b'note', ('127.0.0.1', 9))\n"
+        "print('moved')"
+    )
+    first, km = run([look], staged(tmp_path, "a.txt", "A"))
+    assert km.without_template is None, km.without_template
+    moved, _ = run([move, look], staged(tmp_path, "b.txt", "B"))
+    assert moved[0] == "moved\n" and moved[1] != first[0]  # the counters did move there
+    (kept,) = student_kernels._TEMPLATES.values()
+    starts = kept.starts
+    after, km = run([look], staged(tmp_path, "c.txt", "C"))
+    assert km.without_template is None, km.without_template
+    assert after == first and kept.starts == starts  # the first's view, from the same template
