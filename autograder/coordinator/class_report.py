@@ -25,14 +25,15 @@ from pathlib import Path
 import nbformat
 
 from autograder.config import grading_config
-from autograder.fates import FATES
+from autograder.fates import FATES, NOT_SUBMITTED
 
 SHOWN_MISTAKES = 20
 MIN_HINT_CHARS = 12  # shorter string literals ("cpu", "MB") are not hints
 
 
 def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
-    graded = [o for o in outcomes if o.get("max_score")]
+    # graded: a score of a submission (not a blank, and not the 0 of one never submitted)
+    graded = [o for o in outcomes if o.get("max_score") and o.get("fate") != NOT_SUBMITTED]
     asked = _question_points(course_root, assignment)
     students = [o["student_id"] for o in graded]  # an ungraded submission's zeros are no answers
     questions = pass_rates(course_root, assignment, students)

@@ -266,7 +266,11 @@ def grade_and_report(args, course: Path, assignments: list[str]) -> int:
                 check_chosen_students(args.students or [], course, assignments)
                 for assignment in assignments:
                     graded[assignment] = run_grading(
-                        args, course, assignment, executor, kept.append
+                        args,
+                        course,
+                        assignment,
+                        executor,
+                        lambda o, a=assignment: kept.append((a, o)),
                     )
                     unchanged = [
                         o["student_id"]
@@ -295,6 +299,13 @@ def grade_and_report(args, course: Path, assignments: list[str]) -> int:
             f"are kept (gradebook, feedback, ledger); {rest}.",
             file=sys.stderr,
         )
+        # A kept submission with manual grades has a new feedback page of its automatic
+        # scores: said now, since the run that grades the rest does not grade it again.
+        done: dict[str, list[dict]] = {}
+        for assignment, outcome in kept:
+            done.setdefault(assignment, []).append({**outcome, "this_run": "graded"})
+        with contextlib.suppress(Exception):
+            warn_of_manual_grades(course, done)
         return 130
     grades = course / "grades.csv"
     # Every unit the gradebook holds, not only this run's: grades.csv is the whole course.

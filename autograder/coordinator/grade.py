@@ -121,17 +121,19 @@ def no_such_unit(course_root: Path, assignment: str) -> str:
     import difflib
 
     units = course_units(course_root)
-    near = difflib.get_close_matches(assignment, units, n=1)
+    lowered = {unit.lower(): unit for unit in units}
+    near = [lowered[n] for n in difflib.get_close_matches(assignment.lower(), lowered, n=1)]
     said = f"no source notebooks in {course_root / 'source' / assignment}"
     if near:
-        said += f"; did you mean {near[0]}?"
+        said += f"; did you mean {near[0]}"
     if not (course_root / "source").is_dir():
         return (
-            f"{said}. {course_root} has no source/ folder: is it the course folder? "
+            f"{said}{'?' if near else '.'} {course_root} has no source/ folder: is it the course folder? "
             "Run course-grade in the course folder (where nbgrader_config.py and source/ "
             "are), or give it with --course DIR."
         )
-    return said + f". The course's units: {', '.join(units) or 'none (source/ is empty)'}"
+    end = "?" if near else "."
+    return said + f"{end} The course's units: {', '.join(units) or 'none (source/ is empty)'}"
 
 
 def recorded_outcomes(course_root: Path, assignment: str) -> list[dict]:

@@ -154,6 +154,10 @@ def test_a_misspelled_unit_is_refused_with_the_nearest_name_and_the_course_units
     assert cli.main([typo, "--course", str(course), "--no-sandbox"]) == 2
     said = capsys.readouterr().err
     assert f"did you mean {ASSIGNMENT}?" in said and f"The course's units: {ASSIGNMENT}" in said
+    assert "?." not in said
+    # a name wrong only in its case gets the name too
+    assert cli.main([ASSIGNMENT.upper(), "--course", str(course), "--no-sandbox"]) == 2
+    assert f"did you mean {ASSIGNMENT}?" in capsys.readouterr().err
     assert sorted(p.name for p in course.iterdir()) == before
 
 
@@ -1003,3 +1007,19 @@ def test_run_as_root_in_a_folder_that_is_no_course_its_files_stay_as_they_were(t
     (folder / "source").mkdir()
     cli.give_to_course_owner(folder)
     assert (folder / "roots.txt").stat().st_uid == 65534
+
+
+def test_the_class_reports_headline_leaves_out_who_submitted_nothing(tmp_path):
+    """A student who submitted nothing has 0 of full marks in the exports, but is no graded
+    submission: the headline counted them as graded and put their 0 in its mean."""
+    from autograder.coordinator.class_report import write
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    full = float(TOTAL)
+    outcomes = [
+        {"student_id": "cg19ada", "fate": "graded", "score": full, "max_score": full},
+        {"student_id": "cg19fay", "fate": "not submitted", "score": 0.0, "max_score": full},
+    ]
+    page = write(course, ASSIGNMENT, outcomes, tmp_path / "reports").read_text()
+    assert f"2 students; 1 graded; mean {full:.1f} of {full:g}" in page
