@@ -821,8 +821,16 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     """Ctrl-C (SIGINT to the process group) while `--force -j 1` regrades the class: one
     Ctrl-C ends course-grade within seconds, exit status 130, with the message and no
     traceback. While it grades, nobody else can read the copies of the course a worker
-    makes in /tmp (source, hidden tests, gradebook, submissions); after it, none is left."""
+    makes in /tmp (source, hidden tests, gradebook, submissions); after it, none is left.
+    Every student has a manual grade: whoever it regraded before the Ctrl-C is named, since
+    the run that grades the rest does not grade them again."""
+    from nbgrader.api import Gradebook
+
     course, exchange, _, _ = life
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:  # as formgrader does
+        for student in STUDENTS:
+            gb.find_grade("test_q1_device", NOTEBOOK[:-6], ASSIGNMENT, student).manual_score = 1.0
+        gb.db.commit()
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
     stamps = {p.name: p.stat().st_mtime_ns for p in ledger.glob("*.json")}
     run = subprocess.Popen(
@@ -878,6 +886,9 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
     regraded = {s for s, ns in middle.items() if ns != stamps[f"{s}.json"]}
     pending = json.loads((ledger.parent / "to-regrade.json").read_text())
     assert pending and set(pending) == set(middle) - regraded
+    warned = [line for line in stderr.splitlines() if "had manual grades" in line]
+    assert regraded and warned and all(s in warned[0] for s in regraded), stderr[-2000:]
+    assert not any(s in warned[0] for s in pending)
     assert "run it again without --force to grade only what this run did not" in stderr
     again = subprocess.run(
         [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", "-j", "1"],
