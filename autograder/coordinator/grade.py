@@ -39,7 +39,7 @@ from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, unprivileged, unprivileged_problem
 from autograder.worker import gradebooks, tmpdirs
-from autograder.worker.worker import grade_job, init_worker
+from autograder.worker.worker import SlotsUnusable, grade_job, init_worker, slots_folder
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,11 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
                 "sudo (each kernel then runs as its own user), or use --no-sandbox on a "
                 "machine you can afford to lose."
             )
+    if sandbox:  # (a grading process's slot: its kernels' uids, its test template)
+        try:
+            slots_folder()
+        except SlotsUnusable as exc:
+            raise InstructorError(str(exc)) from None
     if not inbox.expected_notebooks(course_root, assignment):
         raise InstructorError(no_such_unit(course_root, assignment))
     from nbgrader.api import Gradebook, MissingEntry
@@ -632,6 +637,19 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     )
     autograded, feedback = dict(result.autograded), dict(result.feedback)
     extras = exchange_files(result)  # what nbgrader's release_feedback reads beside each page
+    shared = holders_of_secret(course_root, assignment, extras[SECRET_FILE], student)
+    if shared:
+        extras[SECRET_FILE] = new_secret()
+        for other in shared:
+            _give_new_secret(course_root, assignment, other)
+        note = (
+            f"its {SECRET_FILE} is also in the submission of {', '.join(shared)}: one "
+            "student copied another's (from a home folder others may read). Each feedback "
+            "page now has a new random name that neither can fetch with nbgrader "
+            "fetch_feedback: hand their feedback back another way"
+        )
+        outcome["details"] = [*(outcome.get("details") or []), note]
+        log.warning("%s: %s", student, note)
     for files in (autograded, feedback):  # (generate_feedback copies autograded's to feedback)
         if files:
             files.update(extras)
@@ -651,6 +669,43 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
 
 
 SECRET = re.compile(r"^[0-9A-Za-z]{16,512}$")
+SECRET_FILE = "submission_secret.txt"
+
+
+def new_secret() -> bytes:
+    return secrets.token_hex(64).encode()
+
+
+def holders_of_secret(course_root: Path, assignment: str, secret: bytes, student: str) -> list[str]:
+    """The other students whose feedback holds ``secret``. nbgrader's release_feedback
+    names each page by a hash of its secret, and fetch_feedback finds a student's page by
+    the secret their own submit kept: a student who put a classmate's secret into their
+    own submission (attack 19: read from the classmate's nbgrader cache) had their page
+    released under the classmate's name, over the classmate's."""
+    holders = []
+    for folder in sorted((course_root / "feedback").glob(f"*/{assignment}")):
+        other = folder.parent.name
+        if other == student:
+            continue
+        try:
+            if safefiles.read_bytes(folder / SECRET_FILE, 4096).strip() == secret.strip():
+                holders.append(other)
+        except (OSError, safefiles.Unsafe):
+            continue
+    return holders
+
+
+def _give_new_secret(course_root: Path, assignment: str, student: str) -> None:
+    fresh = new_secret()
+    for kind in ("autograded", "feedback"):
+        target = course_root / kind / student / assignment / SECRET_FILE
+        if target.is_file() and not target.is_symlink():
+            part = target.with_name(f".{SECRET_FILE}.{secrets.token_hex(4)}")
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.fchmod(fd, 0o644 & ~safefiles.umask())
+            with os.fdopen(fd, "wb") as f:
+                f.write(fresh)
+            os.replace(part, target)
 
 
 def exchange_files(result: Result) -> dict[str, bytes]:
@@ -665,7 +720,7 @@ def exchange_files(result: Result) -> dict[str, bytes]:
     secret = result.secret if result.secret and SECRET.fullmatch(result.secret) else None
     return {
         "timestamp.txt": (result.timestamp or "").encode(),
-        "submission_secret.txt": (secret or secrets.token_hex(64)).encode(),
+        SECRET_FILE: secret.encode() if secret else new_secret(),
     }
 
 

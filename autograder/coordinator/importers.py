@@ -444,7 +444,32 @@ def import_exchange(
             f"cannot read the exchange ({exc.filename}: {exc.strerror}); collect as root "
             "(sudo), as the README's --collect line shows. Nothing in the course was changed."
         ) from None
+    exposed = open_homes(p.parent.name for p in (course_root / "submitted").glob(f"*/{assignment}"))
+    if exposed:
+        log.warning(
+            "the home folders of %s let other users in: a classmate can read the secret "
+            "that nbgrader submit keeps there, and with it fetch their feedback page. "
+            "Make them private (chmod 700 /home/<user>; for new accounts, HOME_MODE 0700 "
+            "in /etc/login.defs)",
+            ", ".join(exposed),
+        )
     return list(getattr(collect, "problems", []))
+
+
+def open_homes(students: Iterable[str]) -> list[str]:
+    """The students, among system users, whose home folder others may enter: nbgrader
+    keeps each submission's secret in ``~/.local/share/jupyter/nbgrader_cache``, readable
+    by anyone who can reach it (attack 19, a08: a classmate fetched one's page)."""
+    found = []
+    for student in sorted(set(students)):
+        try:
+            home = pwd.getpwnam(student).pw_dir
+            mode = os.stat(home).st_mode  # a home is the administrator's to place
+        except (KeyError, OSError):
+            continue
+        if mode & 0o005:
+            found.append(student)
+    return found
 
 
 # -- an LMS zip download -----------------------------------------------------------------
@@ -497,6 +522,20 @@ class EntryNames:
         base = Path(name).name
         if self.plugin is not None:
             info = _parse_entry(self.plugin, base)
+            first = self._lms_reading(base)
+            if info and first and first != (info.get("student_id"), info.get("timestamp")):
+                info = {
+                    **info,
+                    "student_id": first[0],  # whose entry it is, as the LMS wrote it
+                    "ambiguous": (
+                        f"{_shown(name)}: c.FileNameCollectorPlugin.named_regexp reads the "
+                        f"whole name as {info.get('student_id')!r} "
+                        f"({info.get('timestamp') or 'no date'}), but what the LMS wrote "
+                        f"before the student's own file name as {first[0]!r} "
+                        f"({first[1] or 'no date'}): the file name the student gave holds "
+                        "what an LMS writes; not taken"
+                    ),
+                }
         else:
             # Blackboard's download is flat: a folder part is no name it wrote, and would
             # let "x/<prefix>_vic1_attempt_<later>_..." stand for vic1's latest attempt.
@@ -515,6 +554,32 @@ class EntryNames:
                 "file_id": self._renamed(info.get("file_id") or ""),
             }
         return info
+
+    def _lms_reading(self, base: str) -> tuple[str, str | None] | None:
+        """``(student_id, timestamp)`` as the regexp reads the shortest start of ``base``
+        that it takes for an entry of its own, with a plain file name after it: what the
+        LMS wrote, since it writes its part first and the student's file name follows.
+        A greedy regexp (nbgrader's own example, ``.*_(?P<student_id>\w+)_attempt_...``)
+        reads the whole name from its last match, which lies in the student's file name
+        when they put one there (attack 19: another student's id, an earlier date)."""
+        pattern = re.compile(self.plugin.named_regexp)
+        for end in range(1, len(base)):
+            probe = base[:end] + "x.ipynb"
+            match = pattern.match(probe)
+            if (
+                match is None
+                or "student_id" not in pattern.groupindex
+                or not match.group("student_id")
+                or match.end("student_id") > end
+                or "file_id" not in pattern.groupindex
+                or not match.start("file_id") <= end <= match.end("file_id")
+            ):
+                continue
+            stamp = match.group("timestamp") if "timestamp" in pattern.groupindex else None
+            if stamp is not None and match.end("timestamp") > end:
+                continue
+            return match.group("student_id"), stamp
+        return None
 
     def _renamed(self, file_id: str) -> str:
         """An LMS renames a second upload of a file (``gpu_tensors-1.ipynb``, ``gpu_tensors
@@ -568,14 +633,19 @@ def import_zip(
                 continue
             if student:
                 heads.setdefault(student, set()).add(info["head"])
-            why = _entry_problem(name, info)
+            why = (info or {}).get("ambiguous") or _entry_problem(name, info)
             if why and not info:
                 why += (
                     f" (expected {names.prefix}<student>_attempt_<date>_<file>; set "
                     "c.LmsNames.assignment_prefix to what your LMS writes before the id)"
                 )
             if why:
-                refuse(student, NO_NOTEBOOK if not student else INVALID_NOTEBOOK, why)
+                fate = NO_NOTEBOOK if not student else INVALID_NOTEBOOK
+                refuse(student, NEEDS_REVIEW if info and info.get("ambiguous") else fate, why)
+            elif info["file_id"] in NBGRADER_OWN:
+                problems.append(
+                    (student, NOTE, f"{_shown(name)}: left out (nbgrader writes {info['file_id']})")
+                )
             elif number >= max_entries or total + entry.file_size > total_limit:
                 refuse(
                     student,
@@ -691,6 +761,12 @@ def _parse_entry(plugin, name: str) -> dict | None:
     return info if isinstance(info, dict) else None
 
 
+# Files nbgrader writes beside a submission, never a student's: an uploaded
+# submission_secret.txt would choose the name its feedback page is published under
+# (a classmate's, attack 19). A folder import keeps timestamp.txt (its documented date).
+NBGRADER_OWN = ("timestamp.txt", "submission_secret.txt")
+
+
 def _entry_problem(name: str, info: dict | None) -> str | None:
     if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
         return f"{_shown(name)}: a path outside the download; not extracted"
@@ -699,7 +775,7 @@ def _entry_problem(name: str, info: dict | None) -> str | None:
     if not valid_student_id(info["student_id"]):
         return f"{_shown(name)}: {info['student_id'][:40]!r} is not a plain student id"
     file_id = info.get("file_id") or ""
-    if not FILE_NAME.fullmatch(file_id) or file_id == "timestamp.txt":
+    if not FILE_NAME.fullmatch(file_id):
         return f"{_shown(name)}: {file_id[:40]!r} is not a plain file name"
     if file_id.lower().endswith(ARCHIVE_SUFFIXES):
         return f"{_shown(name)}: an archive inside the download; archives are not opened"
@@ -787,6 +863,10 @@ def import_folder(
             problems.append((student, INVALID_NOTEBOOK, "not taken: " + "; ".join(refused[:3])))
             _remove_folder(course_root / "submitted" / student / assignment)
             continue
+        if files.pop(NBGRADER_OWN[1], None) is not None:
+            log.warning(
+                "%s: their folder's %s was left out (a new one is made)", student, NBGRADER_OWN[1]
+            )
         safefiles.replace_folder(course_root / "submitted" / student / assignment, files)
     return problems
 

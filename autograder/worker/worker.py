@@ -24,9 +24,11 @@ import io
 import json
 import logging
 import os
+import pwd
 import re
 import shutil
 import signal
+import stat
 import sys
 import threading
 import time
@@ -52,7 +54,8 @@ log = logging.getLogger(__name__)
 # The test kernel of slot N runs as uid_base + TEST_UID_OFFSET + N: never the uid of a
 # student kernel, so it counts against no student's process limit.
 TEST_UID_OFFSET = 1000
-SLOTS_DIR = Path("/tmp/course-grade-slots")
+SLOTS_DIR = Path("/tmp/course-grade-slots")  # <this>-<uid>: only where /run cannot serve
+ROOTS_SLOTS_DIR = Path("/run/course-grade-slots")
 MAX_SLOTS = 512
 _SLOTS: dict = {}  # thread ident -> that grading thread's slot
 _PREPARED: dict[str, Path] = {}  # CourseFiles.key -> this worker's prepared course folder
@@ -320,10 +323,12 @@ def _slot(uid_base: int) -> dict:
     me = threading.get_ident()
     if me in _SLOTS:
         return _SLOTS[me]
-    folder = Path(f"{SLOTS_DIR}-{os.geteuid()}")
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder = slots_folder()
     for index in range(MAX_SLOTS):
-        fd = os.open(folder / f"{index}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fd = os.open(folder / f"{index}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -339,6 +344,59 @@ def _slot(uid_base: int) -> dict:
         _SLOTS[me] = slot
         return slot
     raise RuntimeError(f"more than {MAX_SLOTS} grading threads on this machine")
+
+
+def slots_folder() -> Path:
+    """The folder of this user's slot locks, one for every grading process of theirs on
+    this machine. Threat: anyone with an account here can make a folder in /tmp first, with
+    that name, and hold every lock in it or plant links there (attack 19: every submission
+    became ``error``, on every run). So root's is in /run, where only root makes folders;
+    another user's is in their own runtime folder (/run/user/<uid>) where there is one, else
+    in /tmp; and it is used only if it is a real folder of this user's that no one else may
+    write in. Raises ``SlotsUnusable`` with what to do, before anything is graded."""
+    uid = os.geteuid()
+    runtime = Path(f"/run/user/{uid}")
+    if uid == 0:
+        folders = [ROOTS_SLOTS_DIR, Path(f"{SLOTS_DIR}-{uid}")]  # /tmp: a /run we cannot write
+    elif _private(runtime, uid):
+        folders = [runtime / "course-grade-slots"]
+    else:
+        folders = [Path(f"{SLOTS_DIR}-{uid}")]
+    for folder in folders:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        if _private(folder, uid):
+            return folder
+        raise SlotsUnusable(
+            f"{folder} (where grading processes take their slots) is not a folder of "
+            f"{_user(uid)}'s alone: someone else made it, or it is a link, or others may "
+            f"write in it. Nothing was graded. Remove it (as root: rm -rf {folder}) and "
+            "grade again."
+        )
+    raise SlotsUnusable(f"no folder for the grading slots could be made in {folders[-1].parent}")
+
+
+class SlotsUnusable(RuntimeError):
+    pass
+
+
+def _private(folder: Path, uid: int) -> bool:
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _run_nbgrader(converter: str, config) -> tuple[bool, str]:

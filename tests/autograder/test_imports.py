@@ -885,3 +885,120 @@ def test_a_submission_without_a_date_never_keeps_an_older_attempts_date(course):
     with Gradebook(url) as gb:
         stamp = gb.find_submission("gpu_tensors", "ada").timestamp
     assert stamp == datetime.datetime(2024, 3, 1, 10, 0)
+
+
+# nbgrader's own documented example: greedy, so it reads a name from its last match.
+NBGRADER_EXAMPLE = r".*_(?P<student_id>\w+)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.*)"
+
+
+def test_a_configured_regexp_never_reads_whose_or_when_from_the_students_own_file_name(
+    course, tmp_path
+):
+    """Attack 19, a02-a04: with the course's named_regexp, a student's own file name
+    (which the LMS puts after what it writes) took another student's id: bob's real
+    notebook was refused as a clash, dave who sent nothing was graded on it; carol's file
+    name gave her an earlier date than the LMS's, and no late penalty."""
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text()
+        + f"\nc.FileNameCollectorPlugin.named_regexp = {NBGRADER_EXAMPLE!r}\n"
+    )
+    entries = [
+        ("gpu_tensors_bob_attempt_2026-12-03-10-00-00_gpu_tensors.ipynb", NB),
+        (
+            "gpu_tensors_alice_attempt_2026-12-04-10-00-00_"
+            "x_bob_attempt_2026-12-05-00-00-00_gpu_tensors.ipynb",
+            b"alice's",
+        ),
+        (
+            "gpu_tensors_alice_attempt_2026-12-04-11-00-00_"
+            "y_dave_attempt_2026-12-01-00-00-00_gpu_tensors.ipynb",
+            b"alice's",
+        ),
+        (
+            "gpu_tensors_carol_attempt_2026-12-20-10-00-00_"
+            "z_carol_attempt_2026-12-05-00-00-00_gpu_tensors.ipynb",
+            NB,
+        ),
+    ]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    submitted = course / "submitted"
+    assert (submitted / "bob" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
+    assert sorted(p.name for p in submitted.iterdir()) == ["bob"]
+    said = {(s, fate) for s, fate, _ in problems}
+    assert said == {("alice", "needs review"), ("carol", "needs review")}, problems
+    assert all("the file name the student gave holds what an LMS writes" in m for *_, m in problems)
+
+
+def test_nbgraders_own_files_in_a_download_are_left_out_with_a_note(course, tmp_path):
+    """Attack 19, a14: an uploaded submission_secret.txt chose the name the student's page
+    is published under (a classmate's, if they had read it): nbgrader writes these."""
+    entries = [
+        ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_submission_secret.txt", b"A" * 64),
+        ("gpu_tensors_ada_attempt_2026-12-01-10-00-00_timestamp.txt", b"2020-01-01 00:00:00"),
+    ]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert sorted((s, fate) for s, fate, _ in problems) == [("ada", "note"), ("ada", "note")]
+    folder = course / "submitted" / "ada" / "gpu_tensors"
+    assert sorted(p.name for p in folder.iterdir()) == ["gpu_tensors.ipynb", "timestamp.txt"]
+    assert (folder / "timestamp.txt").read_text().startswith("2026-12-01 10:00:00")
+
+
+def test_a_folder_imports_secret_is_left_out(course, tmp_path):
+    inbox_folder = tmp_path / "in" / "ada"
+    inbox_folder.mkdir(parents=True)
+    (inbox_folder / "gpu_tensors.ipynb").write_bytes(NB)
+    (inbox_folder / "submission_secret.txt").write_text("A" * 64)
+    assert importers.import_folder(course, "gpu_tensors", tmp_path / "in") == []
+    kept = course / "submitted" / "ada" / "gpu_tensors"
+    assert sorted(p.name for p in kept.iterdir()) == ["gpu_tensors.ipynb"]
+
+
+def test_a_secret_two_students_submitted_names_neither_ones_page(course, monkeypatch):
+    """Attack 19, a06: mallory put bob's submission_secret.txt (read from his nbgrader
+    cache) into her own submission; release_feedback published her page under his page's
+    name, and bob's fetch_feedback got her 0/30. Now both get new random secrets, and the
+    later one's details say why."""
+    from autograder.coordinator import grade
+    from autograder.job import Result
+
+    monkeypatch.setattr(grade, "_save_grades", lambda *a: (30.0, 30.0))
+    shared, own = "b" * 64, "c" * 64
+
+    def record(student, secret):
+        outcome = {"student_id": student, "fate": "graded", "details": []}
+        files = {"gpu_tensors.ipynb": b"{}"}
+        page = {"gpu_tensors.html": student.encode()}
+        return grade.record(course, "gpu_tensors", Result(outcome, files, page, None, secret))
+
+    def secret_of(student, kind="feedback"):
+        return (course / kind / student / "gpu_tensors" / "submission_secret.txt").read_text()
+
+    record("bob", shared)
+    record("carol", own)
+    assert secret_of("bob") == shared
+    outcome = record("mallory", shared)
+    assert {secret_of("bob"), secret_of("mallory")}.isdisjoint({shared}), "still shared"
+    assert secret_of("bob") != secret_of("mallory")
+    assert secret_of("bob", "autograded") == secret_of("bob")
+    assert secret_of("carol") == own
+    assert any("also in the submission of bob" in d for d in outcome["details"])
+
+
+def test_collect_names_the_students_whose_home_others_may_enter(tmp_path, monkeypatch):
+    """Attack 19, a08: nbgrader submit keeps each secret in the student's home; where
+    others may enter it, a classmate fetched their page (Debian's useradd made 0755)."""
+    import types
+
+    homes = {"ada": tmp_path / "ada", "bo": tmp_path / "bo", "cy": tmp_path / "cy"}
+    for name, mode in (("ada", 0o700), ("bo", 0o755), ("cy", 0o711)):
+        homes[name].mkdir()
+        homes[name].chmod(mode)
+
+    def getpwnam(name):
+        if name not in homes:
+            raise KeyError(name)
+        return types.SimpleNamespace(pw_dir=str(homes[name]))
+
+    monkeypatch.setattr(importers.pwd, "getpwnam", getpwnam)
+    assert importers.open_homes(["cy", "ada", "bo", "no_such_user", "bo"]) == ["bo", "cy"]
