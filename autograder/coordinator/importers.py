@@ -556,7 +556,7 @@ class EntryNames:
         return info
 
     def _lms_reading(self, base: str) -> tuple[str, str | None] | None:
-        """``(student_id, timestamp)`` as the regexp reads the shortest start of ``base``
+        r"""``(student_id, timestamp)`` as the regexp reads the shortest start of ``base``
         that it takes for an entry of its own, with a plain file name after it: what the
         LMS wrote, since it writes its part first and the student's file name follows.
         A greedy regexp (nbgrader's own example, ``.*_(?P<student_id>\w+)_attempt_...``)

@@ -358,7 +358,7 @@ def slots_folder() -> Path:
     runtime = Path(f"/run/user/{uid}")
     if uid == 0:
         folders = [ROOTS_SLOTS_DIR, Path(f"{SLOTS_DIR}-{uid}")]  # /tmp: a /run we cannot write
-    elif _private(runtime, uid):
+    elif _users_alone(runtime, uid):
         folders = [runtime / "course-grade-slots"]
     else:
         folders = [Path(f"{SLOTS_DIR}-{uid}")]
@@ -369,7 +369,7 @@ def slots_folder() -> Path:
             pass
         except OSError:
             continue
-        if _private(folder, uid):
+        if _users_alone(folder, uid):
             return folder
         raise SlotsUnusable(
             f"{folder} (where grading processes take their slots) is not a folder of "
@@ -384,7 +384,7 @@ class SlotsUnusable(RuntimeError):
     pass
 
 
-def _private(folder: Path, uid: int) -> bool:
+def _users_alone(folder: Path, uid: int) -> bool:
     try:
         st = os.lstat(folder)
     except OSError:

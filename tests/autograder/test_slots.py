@@ -24,7 +24,7 @@ def slots(tmp_path, monkeypatch):
     uid = os.geteuid()
     if uid == 0:
         return worker.ROOTS_SLOTS_DIR
-    if worker._private(Path(f"/run/user/{uid}"), uid):
+    if worker._users_alone(Path(f"/run/user/{uid}"), uid):
         pytest.skip("this user's slots are in their runtime folder, which no one else can make")
     return Path(f"{worker.SLOTS_DIR}-{uid}")
 
