@@ -65,6 +65,7 @@ from autograder.sandbox.watchdog import Watchdog, kill_tree
 log = logging.getLogger(__name__)
 
 SOCKET_WAIT = 60  # seconds a starting kernel has to make its sockets
+WALL_MARGIN = 60  # s a template or a test kernel outlives a student kernel's wall time
 SOCKETS_IN_SANDBOX = "/tmp/.kernel/ipc"  # the kernel's sockets: <this>-<port>, in its tmpfs
 SEND_TIMEOUT_MS = 5000
 # Messages a client socket holds unread: past it the kernel's own side queues (in its own,
@@ -152,6 +153,13 @@ class SandboxMixin(Configurable):
         Unicode(),
         help="More modules the template imports before its first fork: "
         "Sandbox.template_preload for the assignment being graded.",
+    ).tag(config=True)
+
+    trusted = Bool(
+        False,
+        help="A test kernel: its wall-time limit is the sandbox's plus "
+        "WALL_MARGIN, so that a student's kernel, which it waits on, always "
+        "reaches its own first.",
     ).tag(config=True)
 
     relayed = Bool(
@@ -261,7 +269,22 @@ class SandboxMixin(Configurable):
             # Each forked kernel has a watchdog of its own, whose events are its
             # submission's; the template's keeps only the wall clock, so that it never
             # kills a kernel first and leaves that kernel's fate unsaid.
-            watched = Sandbox(config=self.config, memory_mb=0, max_processes=0, max_cpus=0)
+            # Its wall clock runs longer than a kernel's, which is restarted after it at
+            # each fork: at the limit the kernel's own watchdog kills the kernel and says
+            # so (before, the template's killed the template first: "did not say how").
+            watched = Sandbox(
+                config=self.config,
+                memory_mb=0,
+                max_processes=0,
+                max_cpus=0,
+                wall_seconds=sandbox.wall_seconds + WALL_MARGIN if sandbox.wall_seconds else 0,
+            )
+        elif self.trusted and sandbox.wall_seconds:
+            # A test waits on the student's functions: a student who spends its wall
+            # time there must meet the student kernel's limit, a verdict about the
+            # submission, never the test kernel's (attack 19: both were killed at once,
+            # and the grader's own failure, `error`, came back on every run).
+            watched = Sandbox(config=self.config, wall_seconds=sandbox.wall_seconds + WALL_MARGIN)
         self._watchdog = Watchdog(self.provisioner.pid, watched, self.events, self._group)
         self._watchdog.start()
         if self.template:

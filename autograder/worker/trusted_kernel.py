@@ -187,6 +187,7 @@ class TrustedKernel:
         km = SandboxedKernelManager(config=self.config)
         km.uid, km.runtime_root, km.staging = self.uid, str(self.folder), str(self.staging)
         km.template = "test" if template else ""
+        km.trusted = True
         try:
             await km.start_kernel()
         except Exception as exc:  # noqa: BLE001
@@ -329,7 +330,18 @@ class Session:
                         kc.input("")
                         continue
                     asked = time.monotonic()
-                    kc.input(await bridge.ask(prompt))
+                    answer = await bridge.ask(prompt)
+                    try:
+                        kc.input(answer)
+                    except zmq.ZMQError as exc:  # it ended while the student's kernel ran
+                        if not self.kernel.alive():
+                            events = self.kernel.km.events if self.kernel.km is not None else []
+                            raise TrustedKernelProblem(
+                                "the test kernel died: " + _death(events)
+                            ) from None
+                        raise TrustedKernelProblem(
+                            f"the test kernel took no answer ({exc})"
+                        ) from None
                     waited += time.monotonic() - asked
                 elif kind == "status":
                     idle = idle or msg["content"].get("execution_state") == "idle"

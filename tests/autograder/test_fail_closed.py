@@ -106,3 +106,33 @@ def test_a_fault_that_persists_withholds_and_a_later_regrade_gives_the_points(co
     monkeypatch.undo()
     again = grade_ada(course)  # what `course-grade --force` does for it
     assert again["fate"] == "graded" and again["score"] == TOTAL
+
+
+def test_a_student_who_spends_the_wall_time_in_a_test_call_is_timed_out_not_a_grader_error(
+    tmp_path,
+):
+    """Attack 19 (bridge, a07): answer cells used up most of the wall-time limit, then a
+    function a test calls slept past it. Both kernels were killed at once (each had the
+    same limit, counted from nearly the same moment), and the test kernel's end was the
+    grader's own failure: `error`, 10 minutes again on every run. The student's kernel
+    reaches its limit first: a verdict about the submission, the later tests score 0."""
+    trusted_kernel.close_all()
+    course = build_course(tmp_path, "c.Execute.timeout = 30\nc.Sandbox.wall_seconds = 14\n")
+    answers = dict(SOLUTIONS)
+    answers["q1_prepare_batch"] += "\nimport time\ntime.sleep(6)\n"
+    answers["q2_mb"] += "\nimport time\ntime.sleep(6)\n"
+    answers["q3_race_ticks"] = (
+        "import time\n"
+        "def race_ticks(steps, numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+        "    time.sleep(30)\n"
+    )
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(RELEASE, answers), folder / NOTEBOOK)
+    try:
+        outcome = grade_ada(course)
+    finally:
+        trusted_kernel.close_all()
+    assert outcome["fate"] == "timed out", outcome["details"]
+    assert any("wall time" in d for d in outcome["details"]), outcome["details"]
+    assert 0 < outcome["score"] < TOTAL  # the tests before the call kept their points
