@@ -306,3 +306,21 @@ def rebinding_every_public_name(solutions: dict[str, str], source: Path) -> dict
         first = _REBIND_FIRST.format(names=names) if index == 0 else ""
         answers[grade_id] = first + _REBIND_EVERY.format(code=code)
     return answers
+
+
+def unit_functions(release: Path, solutions: dict[str, str], total: float):
+    """A unit's ``make_submission`` and ``expected_score``, bound to its release, its
+    solutions and its total (each submissions_<unit>.py exports both)."""
+
+    def unit_submission(
+        release_nb_path: Path | str = release, answers: dict[str, str] | None = None
+    ):
+        """The release notebook with the given answer cells filled in; the rest keep their stub."""
+        return make_submission(release_nb_path, answers)
+
+    def unit_expected_score(answers_or_mistake) -> float:
+        """The total the autograder must give: full for the solutions, a mistake's own
+        score, and 0 for the unmodified release (no answers)."""
+        return expected_score(answers_or_mistake, solutions, total)
+
+    return unit_submission, unit_expected_score

@@ -5,8 +5,6 @@ The API is every unit's: see tests/submission_kit.py (tests/units.py finds this 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests import submission_kit as kit
 
 ASSIGNMENT = "gpu_data_loading"
@@ -685,12 +683,4 @@ DELETED = ("deleted_test_cell", "mean_on_the_cpu", "test_q5_devices")
 PASSED = ("pass_in_test_cells", "four_bytes_forgotten", ("test_q3_sizes", "test_q3_times"))
 
 
-def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
-    """The release notebook with the given answer cells filled in; the rest keep their stub."""
-    return kit.make_submission(release_nb_path, answers)
-
-
-def expected_score(answers_or_mistake) -> float:
-    """The total the autograder must give: full for the solutions, a mistake's own score,
-    and 0 for the unmodified release (no answers)."""
-    return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
+make_submission, expected_score = kit.unit_functions(RELEASE, SOLUTIONS, TOTAL)

@@ -14,8 +14,6 @@ Example, a class of submissions::
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests import submission_kit as kit
 
 ASSIGNMENT = "gpu_tensors"
@@ -291,15 +289,7 @@ DELETED = ("deleted_test_cell", "float64_bytes", "test_q2_mb")
 PASSED = ("pass_in_test_cells", "mib", ("test_q2_mb", "test_q2_size_mb"))
 
 
-def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
-    """The release notebook with the given answer cells filled in; the rest keep their stub."""
-    return kit.make_submission(release_nb_path, answers)
-
-
-def expected_score(answers_or_mistake) -> float:
-    """The total the autograder must give: full for the solutions, a mistake's own score,
-    and 0 for the unmodified release (no answers)."""
-    return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
+make_submission, expected_score = kit.unit_functions(RELEASE, SOLUTIONS, TOTAL)
 
 
 FULL_MARKS["a_module_and_a_deprecation_warning"] = {

@@ -5,8 +5,6 @@ The API is every unit's: see tests/submission_kit.py (tests/units.py finds this 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests import submission_kit as kit
 
 ASSIGNMENT = "gpu_training"
@@ -552,15 +550,7 @@ DELETED = ("deleted_test_cell", "no_map_location", "test_q5_saved_on_gpu")
 PASSED = ("pass_in_test_cells", "mib", ("test_q1_adam", "test_q1_sgd", "test_q1_training_memory"))
 
 
-def make_submission(release_nb_path: Path | str = RELEASE, answers: dict[str, str] | None = None):
-    """The release notebook with the given answer cells filled in; the rest keep their stub."""
-    return kit.make_submission(release_nb_path, answers)
-
-
-def expected_score(answers_or_mistake) -> float:
-    """The total the autograder must give: full for the solutions, a mistake's own score,
-    and 0 for the unmodified release (no answers)."""
-    return kit.expected_score(answers_or_mistake, SOLUTIONS, TOTAL)
+make_submission, expected_score = kit.unit_functions(RELEASE, SOLUTIONS, TOTAL)
 
 
 FULL_MARKS["modules_that_do_the_work"] = {
