@@ -13,6 +13,7 @@ built, with its own, unpatched operations.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from autograder.bridge import plaindata, protocol
@@ -277,9 +278,51 @@ def _exception_class(name: str) -> type:
     return _EXCEPTIONS[name]
 
 
+# What of an error or a printed text the host keeps (autograder.worker.outputs.VERDICT_CHARS).
+TEXT_CHARS = 2000
+_bounded = False
+
+
+def bound_output() -> None:
+    """Cut every error and every printed text of this kernel to what the host keeps, before
+    it is sent. A test's message may quote a student's answer: a string of 4 M characters
+    that ``repr`` writes 10 to a character (U+E0001) made a 40 M-character error, sent
+    twice in one message, over the size the host takes from this kernel; the host dropped
+    it and waited out the cell, and the points were withheld (attack 20)."""
+    global _bounded
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if _bounded or shell is None:
+        return
+    shown = shell._showtraceback
+
+    def bounded(etype, evalue, stb):
+        text = str(evalue)
+        if len(text) > TEXT_CHARS:
+            try:  # the execute reply quotes str(evalue) too
+                evalue.args = (_cut(text),)
+            except Exception:  # noqa: BLE001 - an error that will not be cut keeps its own text
+                pass
+        return shown(etype, evalue, [_cut(str(line)) for line in list(stb)[:40]])
+
+    shell._showtraceback = bounded
+    for stream in (sys.stdout, sys.stderr):
+        write = stream.write
+        stream.write = lambda text, write=write: write(_cut(text) if type(text) is str else text)
+    _bounded = True
+
+
+def _cut(text: str) -> str:
+    if len(text) <= TEXT_CHARS:
+        return text
+    return f"{text[:TEXT_CHARS]} ... [{len(text) - TEXT_CHARS} more characters]"
+
+
 def bind(namespace: dict, names: list[str], functions: Sequence[str] = ()) -> None:
     """Give ``names`` in ``namespace`` the student's current answers (``functions``: those
     the tests call)."""
+    bound_output()
     reply = ask(protocol.describe_request(names, functions))
     answers = reply.get("values")
     if type(answers) is not list:

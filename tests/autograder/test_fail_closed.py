@@ -136,3 +136,23 @@ def test_a_student_who_spends_the_wall_time_in_a_test_call_is_timed_out_not_a_gr
     assert outcome["fate"] == "timed out", outcome["details"]
     assert any("wall time" in d for d in outcome["details"]), outcome["details"]
     assert 0 < outcome["score"] < TOTAL  # the tests before the call kept their points
+
+
+def test_an_answer_whose_repr_is_huge_fails_its_tests_and_is_graded(tmp_path):
+    """Attack 20 (a05): a string answer of 4 M characters that ``repr`` writes 10 to a
+    character; a test's message quoted it, and the test kernel's error (40 M characters,
+    twice in one message) was over the size the grader takes from it: the grader waited
+    out the cell and withheld every point (`needs review`, graded again on every run).
+    The test kernel cuts what it sends: the answer's tests fail, the rest are graded."""
+    trusted_kernel.close_all()
+    course = build_course(tmp_path)
+    answers = {**SOLUTIONS, "q1_second_problem": 'second_problem = "\\U000e0001" * 3_990_000'}
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(RELEASE, answers), folder / NOTEBOOK)
+    try:
+        outcome = grade_ada(course)
+    finally:
+        trusted_kernel.close_all()
+    assert outcome["fate"] == "graded", outcome["details"]
+    assert 0 < outcome["score"] < TOTAL
