@@ -513,3 +513,13 @@ def test_a_standard_layer_still_crosses_with_the_arguments_it_was_built_with():
     assert (built.kernel_size, built.padding, built.bias is not None) == ((3, 5), "same", True)
     loss = plaindata.decode(plaindata.encode(torch.nn.CrossEntropyLoss(label_smoothing=0.1)))
     assert (loss.label_smoothing, loss.reduction) == (0.1, "mean")
+
+
+def test_a_float_longer_than_python_writes_one_is_refused_before_it_is_converted():
+    """Attack 21 (a01): a reply padded with floats of 770 digits (halfway cases, slow to
+    round) cost the test kernel 2.2 CPU s a reply before it was read."""
+    from autograder.bridge import protocol
+
+    assert protocol.loads('{"x": [1.5, -2.25e-300, 1.7976931348623157e+308]}')["x"][0] == 1.5
+    with pytest.raises(ValueError, match="no plain value"):
+        protocol.loads('{"ok": 1, "pad": [0.' + "5" * 770 + "]}")
