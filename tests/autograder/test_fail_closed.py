@@ -47,6 +47,20 @@ def grade_ada(course) -> dict:
     return grade.record(course, ASSIGNMENT, result)
 
 
+def grade_answers_alone(tmp_path, answers: dict, config: str = "") -> dict:
+    """ada's submission of ``answers``, graded in a course of its own (``config`` added)
+    on a fresh test kernel."""
+    trusted_kernel.close_all()
+    course = build_course(tmp_path, config)
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(RELEASE, answers), folder / NOTEBOOK)
+    try:
+        return grade_ada(course)
+    finally:
+        trusted_kernel.close_all()
+
+
 def gradebook_scores(course) -> dict[str, float]:
     from nbgrader.api import Gradebook
 
@@ -116,8 +130,6 @@ def test_a_student_who_spends_the_wall_time_in_a_test_call_is_timed_out_not_a_gr
     same limit, counted from nearly the same moment), and the test kernel's end was the
     grader's own failure: `error`, 10 minutes again on every run. The student's kernel
     reaches its limit first: a verdict about the submission, the later tests score 0."""
-    trusted_kernel.close_all()
-    course = build_course(tmp_path, "c.Execute.timeout = 30\nc.Sandbox.wall_seconds = 14\n")
     answers = dict(SOLUTIONS)
     answers["q1_prepare_batch"] += "\nimport time\ntime.sleep(6)\n"
     answers["q2_mb"] += "\nimport time\ntime.sleep(6)\n"
@@ -126,13 +138,8 @@ def test_a_student_who_spends_the_wall_time_in_a_test_call_is_timed_out_not_a_gr
         "def race_ticks(steps, numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
         "    time.sleep(30)\n"
     )
-    folder = course / "submitted" / "ada" / ASSIGNMENT
-    folder.mkdir(parents=True)
-    nbformat.write(make_submission(RELEASE, answers), folder / NOTEBOOK)
-    try:
-        outcome = grade_ada(course)
-    finally:
-        trusted_kernel.close_all()
+    config = "c.Execute.timeout = 30\nc.Sandbox.wall_seconds = 14\n"
+    outcome = grade_answers_alone(tmp_path, answers, config)
     assert outcome["fate"] == "timed out", outcome["details"]
     assert any("wall time" in d for d in outcome["details"]), outcome["details"]
     assert 0 < outcome["score"] < TOTAL  # the tests before the call kept their points
@@ -144,15 +151,7 @@ def test_an_answer_whose_repr_is_huge_fails_its_tests_and_is_graded(tmp_path):
     twice in one message) was over the size the grader takes from it: the grader waited
     out the cell and withheld every point (`needs review`, graded again on every run).
     The test kernel cuts what it sends: the answer's tests fail, the rest are graded."""
-    trusted_kernel.close_all()
-    course = build_course(tmp_path)
     answers = {**SOLUTIONS, "q1_second_problem": 'second_problem = "\\U000e0001" * 3_990_000'}
-    folder = course / "submitted" / "ada" / ASSIGNMENT
-    folder.mkdir(parents=True)
-    nbformat.write(make_submission(RELEASE, answers), folder / NOTEBOOK)
-    try:
-        outcome = grade_ada(course)
-    finally:
-        trusted_kernel.close_all()
+    outcome = grade_answers_alone(tmp_path, answers)
     assert outcome["fate"] == "graded", outcome["details"]
     assert 0 < outcome["score"] < TOTAL
