@@ -177,6 +177,13 @@ class Sandbox(Configurable):
         help="Largest single message (MB) the grader accepts from a kernel; a bigger "
         "one cuts that kernel off.",
     ).tag(config=True)
+    max_replies_mb = Integer(
+        256,
+        help="What all of one submission's answers to the tests (the bridge's replies) "
+        "may weigh together (MB). Each reply is read twice, by the grader and by the test "
+        "kernel; past this, later calls of the tests get no answer and fail, and the "
+        "report says why. The course's own tests send well under 1 MB a submission.",
+    ).tag(config=True)
     max_file_mb = Integer(200, help="Largest file (MB) a kernel may write (RLIMIT_FSIZE).").tag(
         config=True
     )

@@ -323,13 +323,23 @@ async def _settled(forking: asyncio.Future):
         return None
 
 
+class RepliesSpent(Exception):
+    """The student's kernel sent more than a submission's replies may weigh."""
+
+
 class StudentBridge:
     """The grader's end of the bridge: forwards the test kernel's requests to the
     student's kernel and its replies back, bounded in size and time."""
 
     def __init__(self, executor: TwoKernelExecute):
         self.executor = executor
-        self.max_chars = Sandbox(config=executor.config).max_message_mb * 1_000_000
+        sandbox = Sandbox(config=executor.config)
+        self.max_chars = sandbox.max_message_mb * 1_000_000
+        # Every reply is parsed by the grader and again by the test kernel: a reply padded
+        # to the frame limit costs both about 0.5 CPU s however little it answers, so a
+        # submission's replies share one bound (attack 20: 60 MB in each of 55 replies).
+        self.max_replies = sandbox.max_replies_mb
+        self.replies_left = self.max_replies * 1_000_000
         self.left = 0.0
 
     def start_cell(self, seconds: float) -> None:
@@ -341,6 +351,8 @@ class StudentBridge:
             return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
         if self.left <= 0:
             return protocol.failed("your functions already used this test's time")
+        if self.replies_left < 0:
+            return protocol.failed(self._replies_spent())
         code = (
             f"__import__({student_side.__name__!r}, fromlist=['_']).serve("
             f"get_ipython(), {prompt!r})"
@@ -362,7 +374,7 @@ class StudentBridge:
             ex.answers_changed = True  # a function may have changed the notebook's globals
         try:
             with ex.seconds.step("the student's functions, for tests"):
-                return await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
+                text = await asyncio.wait_for(self._reply(kc, msg_id), timeout=self.left)
         except asyncio.TimeoutError:
             ex.events.append(
                 Event(Kind.TIMEOUT, where="(a test's call)", limit=round(self.left, 1))
@@ -372,8 +384,19 @@ class StudentBridge:
         except DeadKernelError:
             ex.student_kernel_stopped("a test's call")
             return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
+        except RepliesSpent:
+            ex.events.append(Event(Kind.TOO_COSTLY, reason=self._replies_spent()))
+            await self._stop_student()  # it may still be sending
+            return protocol.failed(self._replies_spent())
         finally:
             self.left -= time.monotonic() - started
+        return text
+
+    def _replies_spent(self) -> str:
+        return (
+            f"your kernel's answers to the tests passed {self.max_replies} MB in all; "
+            "later calls got no answer"
+        )
 
     async def _reply(self, kc, msg_id: str) -> str:
         text, idle = None, False
@@ -389,7 +412,13 @@ class StudentBridge:
             kind = msg["msg_type"]
             if kind == "status":
                 idle = msg["content"].get("execution_state") == "idle"
-            elif kind == "display_data" and text is None:
+                continue
+            # Every message of a call counts, the reply and any display beside it: the
+            # grader has parsed each one, whether or not it is passed on.
+            self.replies_left -= content_size(msg["content"], self.replies_left + 1)
+            if self.replies_left < 0:
+                raise RepliesSpent
+            if kind == "display_data" and text is None:
                 data = msg["content"].get("data", {}).get(protocol.REPLY_MIME)
                 if isinstance(data, str) and len(data) <= self.max_chars:
                     text = data
