@@ -39,7 +39,6 @@ from pathlib import Path
 import psutil
 import zmq
 import zmq.asyncio
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from jupyter_core.utils import run_sync
@@ -49,6 +48,7 @@ from traitlets.config import Configurable
 from autograder.fates import Event
 from autograder.sandbox import cgroups, kernel_entry
 from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.clients import ReadyClient
 from autograder.sandbox.kernel_entry import (
     DIRS_ENV,
     LIMITS_ENV,
@@ -686,8 +686,8 @@ class SandboxedKernelManager(SandboxMixin, AsyncKernelManager):
         # interrupt and waits on a kernel that may be gone: ours (and a subclass's) kills.
         await self._async_shutdown_kernel(now=now, restart=restart)
 
-    client_class = "jupyter_client.asynchronous.AsyncKernelClient"
-    client_factory = AsyncKernelClient
+    client_class = "autograder.sandbox.clients.ReadyClient"
+    client_factory = ReadyClient
 
 
 class SyncSandboxedKernelManager(SandboxMixin, KernelManager):
@@ -698,14 +698,14 @@ class SyncSandboxedKernelManager(SandboxMixin, KernelManager):
     # any override: bind shutdown to ours, so the watchdog stops and the folder goes.
     shutdown_kernel = run_sync(SandboxMixin._async_shutdown_kernel)
 
-    def async_client(self) -> AsyncKernelClient:
+    def async_client(self) -> ReadyClient:
         """A client for use inside one event loop (the test kernel lives longer)."""
         kw = dict(
             self.get_connection_info(session=True),
             parent=self,
             context=guarded_context(self._sandbox().max_message_mb * 1_000_000, True),
         )
-        return AsyncKernelClient(**kw)
+        return ReadyClient(**kw)
 
 
 def launch_kernel(

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import zmq
 import zmq.asyncio
-from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output, output_from_msg
 
 from autograder import fates
 from autograder.bridge import protocol, trusted_side
 from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.clients import ReadyClient
 from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
 from autograder.sandbox.manager import (
     SOCKETS_IN_SANDBOX,
@@ -135,7 +135,7 @@ class TrustedKernel:
             raise TrustedKernelProblem(f"the test kernel could not start ({exc})") from None
         self.forked = self.km.forked_kernels()  # looked up once: alive() runs per message
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
-        kc = AsyncKernelClient(context=guarded_context(max_bytes, True), session=BoundedSession())
+        kc = ReadyClient(context=guarded_context(max_bytes, True), session=BoundedSession())
         kc.load_connection_info({**connection, "ip": ip})
         return await self._ready(Session(self, kc, plan, cell_timeout, budget))
 
