@@ -408,6 +408,14 @@ def remove_users() -> None:
         subprocess.run(["userdel", "--remove", user], capture_output=True)
 
 
+def as_in_a_terminal() -> None:
+    """In the child before exec: Ctrl-C's default action, as a shell gives a job it runs
+    in the foreground. A suite started in the background (``cmd &`` without job control,
+    nohup) has SIGINT ignored, which every child inherits: course-grade then ignores
+    Ctrl-C, as any background job should, and the tests of Ctrl-C would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
     """Ctrl-C in the terminal (SIGINT to the whole process group) once one is graded."""
     ledger = course / ".course-grade" / ASSIGNMENT / "ledger"
@@ -417,6 +425,7 @@ def interrupt_after_first_grade(course: Path) -> subprocess.CompletedProcess:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=as_in_a_terminal,
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not list(ledger.glob("*.json")) and run.poll() is None:
@@ -839,6 +848,7 @@ def test_ctrl_c_in_a_forced_regrade_ends_at_once_and_leaves_no_copy_of_the_cours
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=as_in_a_terminal,
     )
     seen, readable = set(), set()
     deadline = time.monotonic() + 300
