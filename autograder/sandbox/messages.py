@@ -15,6 +15,7 @@ from __future__ import annotations
 from jupyter_client.session import Session
 
 MAX_VALUES = 500_000  # JSON values in one message (the bridge's replies have the same bound)
+WIRE_BYTES = "wire_bytes"  # a parsed message's key: the bytes of its frames
 
 
 class TooManyValues(ValueError):
@@ -38,4 +39,8 @@ class BoundedSession(Session):
             raise TooManyValues(
                 f"a message of about {count:,} values (the grader reads at most {MAX_VALUES:,})"
             )
-        return super().deserialize(msg_list, content=content, copy=copy)
+        msg = super().deserialize(msg_list, content=content, copy=copy)
+        # What the message weighed on the wire (a character of a string can be 4 bytes, or
+        # 12 as an escape): what a bound on bytes received must count.
+        msg[WIRE_BYTES] = sum(len(frame) for frame in frames)
+        return msg

@@ -41,6 +41,7 @@ from autograder import fates
 from autograder.bridge import protocol, student_side, testplan
 from autograder.fates import Event, Kind
 from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.messages import WIRE_BYTES
 from autograder.worker import trusted_kernel
 from autograder.worker.outputs import OutputBudget, content_size, error_output
 from autograder.worker.student_kernels import ForkedKernelManager
@@ -414,8 +415,12 @@ class StudentBridge:
                 idle = msg["content"].get("execution_state") == "idle"
                 continue
             # Every message of a call counts, the reply and any display beside it: the
-            # grader has parsed each one, whether or not it is passed on.
-            self.replies_left -= content_size(msg["content"], self.replies_left + 1)
+            # grader has parsed each one, whether or not it is passed on. In bytes on the
+            # wire, where the session measured them (a character can be 4 bytes).
+            weight = msg.get(WIRE_BYTES)
+            if type(weight) is not int:
+                weight = content_size(msg["content"], self.replies_left + 1)
+            self.replies_left -= weight
             if self.replies_left < 0:
                 raise RepliesSpent
             if kind == "display_data" and text is None:

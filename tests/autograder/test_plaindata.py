@@ -523,3 +523,31 @@ def test_a_float_longer_than_python_writes_one_is_refused_before_it_is_converted
     assert protocol.loads('{"x": [1.5, -2.25e-300, 1.7976931348623157e+308]}')["x"][0] == 1.5
     with pytest.raises(ValueError, match="no plain value"):
         protocol.loads('{"ok": 1, "pad": [0.' + "5" * 770 + "]}")
+
+
+def test_an_int_longer_than_plaindata_writes_one_is_refused_before_it_is_converted():
+    """Attack 22 (a01): bare integers of 4,299 digits passed the parse, and each cost the
+    test kernel 195 us to quote in a message; plaindata writes one only below 2**53."""
+    from autograder.bridge import plaindata, protocol
+
+    largest = 2**53 - 1
+    assert (
+        protocol.loads(protocol.dumps({"x": [plaindata.encode(-largest), 0]}))["x"][0] == -largest
+    )
+    assert plaindata.encode(2**53) == {"$": "int", "v": str(2**53)}  # larger: a string
+    with pytest.raises(ValueError, match="no plain value"):
+        protocol.loads('{"raised": {"type": "E", "message": ' + "9" * 4299 + "}}")
+
+
+def test_a_message_says_what_it_weighed_on_the_wire():
+    """The bound on what a submission's replies weigh counts bytes: a character of a
+    string can be 4 of them (attack 22: astral characters weighed a quarter of their bytes)."""
+    from autograder.sandbox.messages import WIRE_BYTES, BoundedSession
+
+    session = BoundedSession(key=b"k")
+    text = "\U0001f600" * 1000
+    frames = session.serialize(session.msg("display_data", {"data": {"x": text}}))
+    _, frames = session.feed_identities(frames)
+    msg = session.deserialize(frames)
+    assert msg["content"]["data"]["x"] == text
+    assert msg[WIRE_BYTES] >= 4 * len(text) > 0
