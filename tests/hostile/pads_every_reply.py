@@ -12,7 +12,7 @@ ANSWERS = with_trick("""
 import IPython.display as _display
 from autograder.bridge import protocol
 
-_publish, _pad = _display.publish_display_data, "\U0001F600" * 10_000_000
+_publish, _pad = _display.publish_display_data, "\U0001f600" * 10_000_000
 
 def _padded(data, *args, **kwargs):
     text = data.get(protocol.REPLY_MIME)
