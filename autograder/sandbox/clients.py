@@ -4,10 +4,10 @@ jupyter_client's ``wait_for_ready`` ends by draining IOPub until 0.2 s pass with
 message, and a client without a manager first polls the heartbeat every 0.2 s: fixed
 waits of 0.2-0.4 s for every kernel, about a sixth of a submission's grading on two
 cores (every submission starts two). ``ReadyClient`` keeps the handshake itself (a
-``kernel_info_reply`` on shell, then any IOPub message, which shows the subscription is
-live) and drains only what has already come. Nothing later depends on the drain: every
-reader of IOPub in the grader (nbclient, the bridge, the test kernel's session) takes
-only the messages whose parent is its own request.
+``kernel_info_reply`` on shell, then IOPub read up to the request's own ``idle`` status,
+which shows the subscription is live) and so ends with nothing of the handshake left
+unread, without waiting for silence. A request whose IOPub stays silent for
+``IOPUB_WAIT`` s (the subscription was not live yet) is asked again.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from queue import Empty
 
 from jupyter_client.asynchronous import AsyncKernelClient
 
-IOPUB_WAIT = 0.2  # s for an IOPub message after the kernel_info reply (jupyter_client's)
+IOPUB_WAIT = 0.2  # s of IOPub silence after a kernel_info reply: not subscribed yet
 
 
 class ReadyClient(AsyncKernelClient):
@@ -32,20 +32,26 @@ class ReadyClient(AsyncKernelClient):
             except Empty:
                 pass
             else:
-                if msg["msg_type"] == "kernel_info_reply":
-                    try:
-                        await self.iopub_channel.get_msg(timeout=IOPUB_WAIT)
-                    except Empty:
-                        pass  # IOPub not subscribed yet: ask again
-                    else:
-                        self._handle_kernel_info_reply(msg)
-                        break
+                if msg["msg_type"] == "kernel_info_reply" and await self._idle_after(msg):
+                    self._handle_kernel_info_reply(msg)
+                    return
             if not await self._async_is_alive():
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
-        while True:  # what the handshake left, without waiting for more
+
+    async def _idle_after(self, reply: dict) -> bool:
+        """Read IOPub up to the idle status of the request ``reply`` answers: True once it
+        came, False if IOPub stayed silent for ``IOPUB_WAIT`` s first."""
+        request = reply.get("parent_header", {}).get("msg_id")
+        while True:
             try:
-                await self.iopub_channel.get_msg(timeout=0)
+                msg = await self.iopub_channel.get_msg(timeout=IOPUB_WAIT)
             except Empty:
-                break
+                return False
+            if (
+                msg["msg_type"] == "status"
+                and msg.get("parent_header", {}).get("msg_id") == request
+                and msg["content"].get("execution_state") == "idle"
+            ):
+                return True

@@ -1,16 +1,18 @@
-"""The grader's kernel client is ready as soon as its kernel has answered: no fixed wait
-after the handshake (jupyter_client's drains IOPub until 0.2 s pass in silence)."""
+"""The grader's kernel client is ready as soon as its kernel has answered: it reads the
+handshake's own messages to their end and never waits for silence (jupyter_client's
+drains IOPub until 0.2 s pass without a message)."""
 
 import asyncio
 from queue import Empty
 
 import pytest
 
-from autograder.sandbox.clients import ReadyClient
+from autograder.sandbox.clients import IOPUB_WAIT, ReadyClient
 
 
 class Channel:
-    """A channel that hands out ``messages`` and records the timeout of each get."""
+    """A channel that hands out ``messages`` (None: nothing came in time) and records the
+    timeout of each get."""
 
     def __init__(self, messages):
         self.messages, self.timeouts = list(messages), []
@@ -18,7 +20,7 @@ class Channel:
     async def get_msg(self, timeout=None):
         self.timeouts.append(timeout)
         message = self.messages.pop(0) if self.messages else None
-        if message is None:  # nothing (yet)
+        if message is None:
             raise Empty
         return message
 
@@ -36,22 +38,33 @@ def client(shell, iopub, alive=True) -> ReadyClient:
     return kc
 
 
-REPLY = {"msg_type": "kernel_info_reply", "content": {}}
-STATUS = {"msg_type": "status", "content": {"execution_state": "busy"}}
+def reply(request: str) -> dict:
+    return {"msg_type": "kernel_info_reply", "parent_header": {"msg_id": request}, "content": {}}
 
 
-def test_ready_after_the_handshake_without_waiting_for_silence():
-    kc = client([REPLY], [STATUS, STATUS, STATUS])
+def status(request: str, state: str) -> dict:
+    return {
+        "msg_type": "status",
+        "parent_header": {"msg_id": request},
+        "content": {"execution_state": state},
+    }
+
+
+def test_ready_at_the_handshakes_idle_with_nothing_of_it_left_unread():
+    later = status("a cell", "busy")
+    kc = client([reply("k1")], [status("k1", "busy"), status("k1", "idle"), later])
     asyncio.run(kc.wait_for_ready(timeout=5))
-    # One wait for proof that IOPub is live, then only what had already come.
-    assert kc.iopub_channel.timeouts[0] > 0
-    assert kc.iopub_channel.timeouts[1:] == [0, 0, 0]
+    # The idle of its own request ends it: what comes after is the next request's.
+    assert kc.iopub_channel.messages == [later]
+    assert kc.iopub_channel.timeouts == [IOPUB_WAIT, IOPUB_WAIT]
 
 
 def test_asks_again_until_iopub_is_live():
-    kc = client([REPLY, REPLY], [None, STATUS])  # the first reply came before IOPub was live
+    # The first request's status went out before IOPub was subscribed: silence, ask again.
+    kc = client([reply("k1"), reply("k2")], [None, status("k2", "busy"), status("k2", "idle")])
     asyncio.run(kc.wait_for_ready(timeout=5))
     assert kc.shell_channel.timeouts == [1, 1]
+    assert kc.iopub_channel.messages == []
 
 
 def test_a_dead_kernel_is_said():
