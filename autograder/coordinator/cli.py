@@ -46,6 +46,7 @@ from autograder.coordinator.report import (
     write_class_report,
     write_report,
 )
+from autograder.printable import printable
 
 
 def parse_args(argv):
@@ -446,7 +447,9 @@ def run_import(args, course: Path, assignment: str) -> None:
     else:
         return
     for student, _, message in problems:
-        print(f"course-grade: {student or 'import'}: {message}", file=sys.stderr)
+        print(
+            f"course-grade: {printable(student or 'import')}: {printable(message)}", file=sys.stderr
+        )
     importers.record_problems(course, assignment, problems)
 
 

@@ -269,22 +269,27 @@ class SafeExchangeCollect(ExchangeCollect):
         )
         return None
 
-    def _backdated(self, path: str, claimed, student: str = "") -> str | None:
+    def _backdated(self, path: str, claimed, student: str | None = None) -> str | None:
         """Why a folder's name cannot be its date, or None. A student names the folder but
         cannot set when it, or a file in it, was last changed (its ctime): a name dated
         before the due date on a folder made after it, or whose notebook was rewritten in
         place after it, would escape the late penalty (nbgrader's own collect trusts the
         name). Only late work is checked; BACKDATE_SLACK covers a slow copy. Each student's
         folders together are read up to MAX_DATED_ENTRIES entries, so that many large old
-        attempts slow no collect: past that, an attempt is left for review."""
+        attempts slow no collect: past that, an attempt is left for review. Without a
+        ``student`` (the one attempt copied, dated again) the folder has the bound to
+        itself: a bound shared by the copies let one student's 9,994 files leave every
+        classmate after them uncollected (attack 22)."""
         if self.duedate is None:
             return None
         walked = self.walked
+        before = walked.get(student, 0) if student is not None else 0
         try:
-            ctime, seen = _last_change(path, MAX_DATED_ENTRIES - walked.get(student, 0))
+            ctime, seen = _last_change(path, MAX_DATED_ENTRIES - before)
         except OSError:  # gone, or changed, since the folder was listed
             return "it could not be read when its date was checked"
-        walked[student] = walked.get(student, 0) + seen
+        if student is not None:
+            walked[student] = before + seen
         if ctime is None:
             return (
                 f"it holds more than {MAX_DATED_ENTRIES} files with the student's other "

@@ -20,6 +20,7 @@ from traitlets.config import Configurable
 from autograder import fates
 from autograder.config import grading_config
 from autograder.fates import FATES
+from autograder.printable import printable
 
 REPORT_FIELDS = (
     "student_id",
@@ -335,7 +336,7 @@ def write_report(outcomes: list[dict], folder: Path) -> tuple[Path, Path]:
                 {
                     **o,
                     **{q: f"{v:g}" for q, v in o.get("questions", {}).items()},
-                    "details": "; ".join(o.get("details") or []),
+                    "details": printable("; ".join(o.get("details") or [])),
                 }
             )
     return json_path, csv_path
@@ -351,8 +352,10 @@ def summary_table(outcomes: list[dict]) -> str:
         late = (
             f"-{o['late_penalty']:g} from a raw {o['raw_score']:g}" if o.get("late_penalty") else ""
         )
-        note = "; ".join(o.get("details") or [])
-        rows.append((o["student_id"], o["fate"], score, late, note[:70]))
+        # A ledger written before names were escaped may still hold a student's control
+        # characters: the table never lets them reach the terminal.
+        note = printable("; ".join(o.get("details") or []))
+        rows.append((printable(o["student_id"]), o["fate"], score, late, note[:70]))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths) + "  ----")

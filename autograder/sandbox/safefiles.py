@@ -16,6 +16,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from autograder.printable import printable
+
 FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 MAX_DEPTH = 8
@@ -31,9 +33,9 @@ def read_bytes(path: Path, limit: int) -> bytes:
         fd = os.open(path, FLAGS)
     except OSError as exc:
         if exc.errno in (40, 20):  # ELOOP: a link; ENOTDIR: a link above it
-            raise Unsafe(f"{Path(path).name} is a link") from None
-        raise Unsafe(f"{Path(path).name} cannot be read ({exc.strerror})") from None
-    return _read_fd(fd, Path(path).name, limit)
+            raise Unsafe(f"{printable(Path(path).name)} is a link") from None
+        raise Unsafe(f"{printable(Path(path).name)} cannot be read ({exc.strerror})") from None
+    return _read_fd(fd, printable(Path(path).name), limit)
 
 
 def _read_fd(fd: int, name: str, limit: int) -> bytes:
@@ -73,13 +75,14 @@ def regular_files(
         nonlocal total
         for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
             path = f"{rel}{entry.name}"
+            shown = printable(path)  # a name the student chose, in a message
             if skip(path):
                 continue
             if entry.is_symlink():
-                refused.append(f"{path} is a link")
+                refused.append(f"{shown} is a link")
             elif entry.is_dir(follow_symlinks=False):
                 if depth >= MAX_DEPTH:
-                    refused.append(f"{path}: folders nested too deeply")
+                    refused.append(f"{shown}: folders nested too deeply")
                     continue
                 sub = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
                 try:
@@ -88,17 +91,17 @@ def regular_files(
                     os.close(sub)
             elif entry.is_file(follow_symlinks=False):
                 try:
-                    data = _read_fd(os.open(entry.name, FLAGS, dir_fd=dir_fd), path, limit_each)
+                    data = _read_fd(os.open(entry.name, FLAGS, dir_fd=dir_fd), shown, limit_each)
                 except (Unsafe, OSError) as exc:
                     refused.append(str(exc))
                     continue
                 total += len(data)
                 if total > limit_total:
-                    refused.append(f"{path}: the files pass {limit_total // 1000} kB in all")
+                    refused.append(f"{shown}: the files pass {limit_total // 1000} kB in all")
                     continue
                 files[path] = data
             else:
-                refused.append(f"{path} is not a regular file")
+                refused.append(f"{shown} is not a regular file")
 
     try:
         top = os.open(folder, DIR_FLAGS)
@@ -124,17 +127,25 @@ def umask() -> int:
     return 0o022
 
 
+# The grader's own copies (the source, hidden tests and solutions included; a student's
+# submission): no kernel reads them, and their folders' names can be learnt by anyone on
+# the machine (a sandbox's binds are in /proc/<pid>/mountinfo, attack 22).
+PRIVATE = 0o600
+
+
 def write_tree(dest: Path, files: dict[str, bytes], mode: int = 0o644) -> None:
     """Write files into ``dest``, a folder this process just made (nobody else has it).
     Folders are 0755 and files ``mode``, whatever the umask: a grading worker's umask is
-    077, and these are what its kernels, other users, read."""
+    077, and these are what its kernels, other users, read. A ``mode`` that others may
+    not read (``PRIVATE``) makes the folders 0700 too."""
+    folders = 0o755 if mode & 0o004 else 0o700
     dest.mkdir(parents=True, exist_ok=True)
-    dest.chmod(0o755)
+    dest.chmod(folders)
     for rel, data in files.items():
         path = dest / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         for parent in path.relative_to(dest).parents:
-            (dest / parent).chmod(0o755)
+            (dest / parent).chmod(folders)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         os.fchmod(fd, mode)  # this mode, whatever the umask (a grading worker's is 077)
         with os.fdopen(fd, "wb") as f:

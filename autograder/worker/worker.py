@@ -124,7 +124,9 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     assignment = job.course.assignment
     course = scratch / "course"
     shutil.copytree(_prepared(job.course), course, symlinks=True)
-    safefiles.write_tree(course / "submitted" / job.student / assignment, job.files)
+    safefiles.write_tree(
+        course / "submitted" / job.student / assignment, job.files, mode=safefiles.PRIVATE
+    )
     config = _config(course, job, scratch)
     clock.lap("preparing")
     for attempt in range(2):
@@ -203,7 +205,9 @@ def _prepare(course_files: CourseFiles) -> Path:
     atexit.register(shutil.rmtree, folder, True)
     assignment = course_files.assignment
     (folder / "nbgrader_config.py").write_text(course_files.config)
-    safefiles.write_tree(folder / "source" / assignment, course_files.source)
+    safefiles.write_tree(
+        folder / "source" / assignment, course_files.source, mode=safefiles.PRIVATE
+    )
     config = _private(load_course_config(folder), folder)
     _stamp_gradebook(folder / "gradebook.db", course_files.schema)
     config.CourseDirectory.assignment_id = assignment

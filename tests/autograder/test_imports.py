@@ -131,6 +131,45 @@ def test_a_folder_entry_that_is_a_link_or_a_fifo_is_refused(course, tmp_path):
     assert "bo.ipynb' is a link" in text and "not a regular file" in text
 
 
+# A name made of a terminal's control sequences: set the window title, put a command on
+# the clipboard (OSC 52), erase the line, start a forged one, hide the rest (attack 22).
+FORGING_NAME = (
+    "x\x1b]0;all graded\x07\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2K\r"
+    "\ncourse-grade: vic: not collected\x1b[8m\u202e"
+)
+
+
+def test_a_name_the_student_chose_reaches_no_terminal_or_report_as_control_characters(
+    course, tmp_path, capsys
+):
+    """A submission folder holding a FIFO and a link whose names are control sequences: the
+    refusal names them with escapes, in the import's messages, on the terminal, in the
+    summary table and in report.csv, and replays nothing on a later run."""
+    from autograder.coordinator import cli, report
+
+    folder = tmp_path / "inbox" / "ada"
+    folder.mkdir(parents=True)
+    (folder / "gpu_tensors.ipynb").write_bytes(NB)
+    os.mkfifo(folder / FORGING_NAME)
+    os.symlink("/etc/hostname", folder / (FORGING_NAME + "2"))
+    problems = importers.import_folder(course, "gpu_tensors", tmp_path / "inbox")
+    messages = [message for _, _, message in problems]
+    assert messages and all(m.isprintable() for m in messages), messages
+    assert any("\\x1b]52;c;" in m and "\\n" in m for m in messages)  # named, escaped
+    cli_args = cli.parse_args(
+        ["gpu_tensors", "--course", str(course), "--folder", str(folder.parent)]
+    )
+    cli.run_import(cli_args, course, "gpu_tensors")
+    printed = capsys.readouterr().err
+    assert printed and "\x1b" not in printed and "\x07" not in printed and "\r" not in printed
+    # A ledger written before the escape: the table and report.csv still show none.
+    outcome = {"student_id": "ada", "fate": "invalid notebook", "details": [FORGING_NAME]}
+    table = report.summary_table([outcome])
+    assert all(line.isprintable() for line in table.splitlines())
+    _, csv_path = report.write_report([outcome], tmp_path / "reports")
+    assert "\x1b" not in csv_path.read_text() and "\x07" not in csv_path.read_text()
+
+
 def test_reading_never_follows_a_link_or_opens_a_fifo(tmp_path):
     (tmp_path / "real.txt").write_text("real")
     os.symlink(tmp_path / "real.txt", tmp_path / "link.txt")
@@ -603,6 +642,11 @@ def test_a_folder_that_goes_while_its_date_is_checked_is_that_entrys_problem(tmp
     assert (
         importers.SafeExchangeCollect._backdated(collect, str(attempts[1]), claimed, "bo") is None
     )
+    # The attempt copied is dated again with the bound to itself: another student's copy
+    # before it never uses it up (attack 22: one attempt of 9,994 empty files left every
+    # classmate whose id sorts after its maker's uncollected, for review).
+    copies = [importers.SafeExchangeCollect._backdated(collect, str(a), claimed) for a in attempts]
+    assert copies == [None, None] and set(collect.walked) == {"ada", "bo"}
 
 
 BLANK = nbformat.writes(make_submission(RELEASE, {})).encode()
