@@ -446,6 +446,7 @@ def run_import(args, course: Path, assignment: str) -> None:
         problems = importers.import_folder(course, assignment, args.folder.resolve(), only)
     else:
         return
+    problems = importers.summarized(problems)
     for student, _, message in problems:
         print(
             f"course-grade: {printable(student or 'import')}: {printable(message)}", file=sys.stderr

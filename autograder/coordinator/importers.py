@@ -884,6 +884,40 @@ def _remove_folder(dest: Path) -> None:
         shutil.rmtree(dest)
 
 
+MAX_PROBLEMS_LISTED = 10  # a student's import problems said and kept; the rest counted
+
+
+def summarized(problems: list[Problem]) -> list[Problem]:
+    """At most ``MAX_PROBLEMS_LISTED`` problems for each student (and for entries that name
+    none), then one note of how many there were; a fate past them is kept (the last). One
+    student's 20,000 undatable exchange folders made every collect take three minutes,
+    growing with their square, and would have buried the class's own lines (attack 22)."""
+    seen: dict[str, int] = {}
+    out: list[Problem] = []
+    last_fate: dict[str, Problem] = {}
+    for problem in problems:
+        student = problem[0]
+        seen[student] = seen.get(student, 0) + 1
+        if seen[student] <= MAX_PROBLEMS_LISTED:
+            out.append(problem)
+        elif problem[1] != NOTE:
+            last_fate[student] = problem
+    for student, count in seen.items():
+        if count > MAX_PROBLEMS_LISTED:
+            if student in last_fate:
+                out.append(last_fate[student])
+            whose = f"{student}'s entries" if student else "entries that name no student"
+            out.append(
+                (
+                    student,
+                    NOTE,
+                    f"{count} problems with {whose} in all; the first "
+                    f"{MAX_PROBLEMS_LISTED} are listed",
+                )
+            )
+    return out
+
+
 def record_problems(course_root: Path, assignment: str, problems: list[Problem]) -> None:
     """Put import problems in the ledger, so the report gives those students a fate."""
     from autograder.coordinator.ledger import Ledger

@@ -170,6 +170,22 @@ def test_a_name_the_student_chose_reaches_no_terminal_or_report_as_control_chara
     assert "\x1b" not in csv_path.read_text() and "\x07" not in csv_path.read_text()
 
 
+def test_a_students_many_problems_are_counted_not_listed_and_their_fate_kept():
+    """Attack 22 (a14): 20,000 undatable exchange folders of one student, each a problem and
+    a note, took every collect three minutes, growing with their square."""
+    many = [("mal", importers.NOTE, f"exchange entry {i}: not dated") for i in range(20_000)]
+    many.append(("mal", importers.NEEDS_REVIEW, "the last entry: left for review"))
+    others = [("", importers.NO_NOTEBOOK, "not a plain student id")] * 3 + [
+        ("ada", importers.NEEDS_REVIEW, "late")
+    ]
+    kept = importers.summarized(many + others)
+    mine = [p for p in kept if p[0] == "mal"]
+    assert len(mine) == importers.MAX_PROBLEMS_LISTED + 2
+    assert mine[-2] == many[-1]  # the fate past the list is kept
+    assert "20001 problems with mal's entries in all" in mine[-1][2]
+    assert [p for p in kept if p[0] != "mal"] == others
+
+
 def test_reading_never_follows_a_link_or_opens_a_fifo(tmp_path):
     (tmp_path / "real.txt").write_text("real")
     os.symlink(tmp_path / "real.txt", tmp_path / "link.txt")
