@@ -21,11 +21,24 @@ import logging
 import os
 import sys
 
+from autograder.printable import printable
+
 ENV = "COURSE_GRADE_LOG"
 ROOT = "autograder"
 NBGRADER = "autograder.nbgrader"
 FORMAT = "%(asctime)s %(processName)s %(name)s %(levelname)s: %(message)s"
 _OURS = "_course_grade_handler"
+
+
+class PrintableFormatter(logging.Formatter):
+    """Each line's message with its control characters escaped (``autograder.printable``):
+    a line may quote a name a student chose (an exchange folder's date, a file), and none
+    reaches the terminal or the log file as a control sequence. A traceback after it is
+    the grader's own, and keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
 
 
 def configure(debug: bool = False, log_file: str | os.PathLike | None = None) -> None:
@@ -50,7 +63,7 @@ def _apply(debug: bool, log_file: str) -> None:
         handler.close()
     root.setLevel(logging.DEBUG)
     root.propagate = False
-    formatter = logging.Formatter(FORMAT)
+    formatter = PrintableFormatter(FORMAT)
     terminal = logging.StreamHandler(sys.stderr)
     terminal.setLevel(logging.DEBUG if debug else logging.WARNING)
     if not debug:  # nbgrader's lines are each submission's details, not the terminal's

@@ -84,28 +84,27 @@ def loads(text: str) -> dict:
     return message
 
 
-# Python writes any float in at most 24 characters; a longer token is no plain value, and
-# turning one of hundreds of digits into the nearest float costs milliseconds: ~60 MB of
-# them in one reply cost the test kernel 2.2 CPU s before the reply was read (attack 21).
+def _bounded(convert, longest: int):
+    """``convert`` for a JSON number token, refusing one longer than ``longest``
+    characters before converting it: no plain value is written that long."""
+
+    def number(token: str):
+        if len(token) > longest:
+            raise ValueError(f"a number of {len(token)} characters is no plain value")
+        return convert(token)
+
+    return number
+
+
+# Python writes any float in at most 24 characters; turning one of hundreds of digits into
+# the nearest float costs milliseconds: ~60 MB of them in one reply cost the test kernel
+# 2.2 CPU s before the reply was read (attack 21).
 MAX_FLOAT_CHARS = 64
-
-
-def _float(token: str) -> float:
-    if len(token) > MAX_FLOAT_CHARS:
-        raise ValueError(f"a number of {len(token)} characters is no plain value")
-    return float(token)
-
-
-# plaindata writes a bare int only below 2**53 (16 digits; a larger one is a string): a
-# longer token is no plain value, and each of 4,300 digits cost the test kernel 195 us to
-# quote in a message (attack 22).
+# plaindata writes a bare int only below 2**53 (16 digits; a larger one is a string); each
+# of 4,300 digits cost the test kernel 195 us to quote in a message (attack 22).
 MAX_INT_CHARS = 20
-
-
-def _int(token: str) -> int:
-    if len(token) > MAX_INT_CHARS:
-        raise ValueError(f"an integer of {len(token)} characters is no plain value")
-    return int(token)
+_float = _bounded(float, MAX_FLOAT_CHARS)
+_int = _bounded(int, MAX_INT_CHARS)
 
 
 def describe_request(names: list[str], functions: Sequence[str] = ()) -> str:

@@ -217,7 +217,7 @@ def run(args, course: Path) -> int:
         with one_run_at_a_time(course):
             return grade_and_report(args, course, assignments)
     except InstructorError as exc:
-        print(f"course-grade: {exc}", file=sys.stderr)
+        print(f"course-grade: {printable(str(exc))}", file=sys.stderr)
         return 2
 
 
@@ -286,7 +286,7 @@ def grade_and_report(args, course: Path, assignments: list[str]) -> int:
                             file=sys.stderr,
                         )
     except (InstructorError, importers.ImportFailed) as exc:
-        print(f"course-grade: {exc}", file=sys.stderr)
+        print(f"course-grade: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         rest = (

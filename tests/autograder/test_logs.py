@@ -69,3 +69,21 @@ def test_configuring_again_does_not_double_the_lines(tmp_path):
         assert log_file.read_text().count("once") == 1
     finally:
         logs._apply(False, "")
+
+
+def test_a_name_a_line_quotes_reaches_the_terminal_and_the_log_file_escaped(tmp_path):
+    """A warning may quote what a student named (an exchange folder's date): its control
+    sequences are escaped on the terminal and in the log file; a traceback keeps its lines
+    (attack 22: a file name set the instructor's clipboard and forged a line)."""
+    log_file = tmp_path / "grading.log"
+    run = _emit(
+        tmp_path,
+        f"logs.configure(log_file={str(log_file)!r})",
+        "log = logging.getLogger('autograder.coordinator.importers')",
+        r"log.warning('mal: kept the submission of %s', '2026\x1b]52;c;ZWNobw==\x07\nforged')",
+        "try:\n    1 / 0\nexcept ZeroDivisionError:\n    log.exception('the grader failed')",
+    )
+    for text in (run.stderr, log_file.read_text()):
+        assert r"2026\x1b]52;c;ZWNobw==\x07\nforged" in text
+        assert "\x1b" not in text and "\x07" not in text
+        assert "\nZeroDivisionError: division by zero" in text  # the traceback's own lines
