@@ -16,7 +16,9 @@ do: a second (test) kernel, feedback and export.
     .venv/bin/python benchmarks/bench_grading.py            # 40 submissions
     .venv/bin/python benchmarks/bench_grading.py --n 12     # a quick look
     .venv/bin/python benchmarks/bench_grading.py --n 8 --ways serial   # breakdown only
-Needs root and bwrap, like course-grade itself.
+    .venv/bin/python benchmarks/bench_grading.py --gpu --jobs 8   # on a CUDA GPU
+Needs root and bwrap, like course-grade itself. With --gpu, course-grade grades with --gpu (the
+kernels see the GPU, and the hidden tests run on cuda too); plain nbgrader sees it anyway.
 """
 
 from __future__ import annotations
@@ -77,10 +79,13 @@ def plain(course: Path):
     return _nbgrader(course, "autograde", ASSIGNMENT, "--force")
 
 
+GPU: list[str] = []  # ["--gpu"] with --gpu
+
+
 def pipeline(course: Path, jobs: int):
     cli = Path(sys.executable).parent / "course-grade"
     return subprocess.run(
-        [str(cli), ASSIGNMENT, "--course", str(course), "--jobs", str(jobs), "--no-progress"],
+        [str(cli), ASSIGNMENT, "--course", str(course), "--jobs", str(jobs), "--no-progress", *GPU],
         capture_output=True,
         text=True,
     )
@@ -104,6 +109,7 @@ def on_cluster(course: Path, workers: int, base: Path):
                 "--scheduler",
                 address,
                 "--no-progress",
+                *GPU,
             ],
             capture_output=True,
             text=True,
@@ -140,7 +146,16 @@ def main() -> None:
         default="plain,serial,parallel,cluster,growth",
         help="which runs, comma-separated (default: all)",
     )
+    parser.add_argument(
+        "--gpu", action="store_true", help="course-grade --gpu (needs a CUDA GPU and its devices)"
+    )
     args = parser.parse_args()
+    if args.gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("--gpu: torch.cuda.is_available() is False on this machine")
+        GPU.append("--gpu")
     ways = set(args.ways.split(","))
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
@@ -188,10 +203,14 @@ LABELS = {
 
 def report(args, times: dict, steps: dict, t10: float | None) -> None:
     n, jobs = args.n, args.jobs
-    print(
-        f"\nGrading {n} submissions of {ASSIGNMENT} on {os.cpu_count()} CPUs "
-        "(wall time of the whole command)"
-    )
+    on = f"{os.cpu_count()} CPUs"
+    if args.gpu:
+        import torch
+
+        on += (
+            f" and {torch.cuda.get_device_name(0)} (course-grade --gpu; torch {torch.__version__})"
+        )
+    print(f"\nGrading {n} submissions of {ASSIGNMENT} on {on} (wall time of the whole command)")
     print("  plain: autograde only (one kernel, no sandbox, no feedback, no export)")
     print(
         "  course-grade: inbox checks; per submission a sandboxed student kernel for the "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -72,7 +73,11 @@ STAYS = "total += loss.detach()"
 
 
 def _on_gpu(line, run, loss) -> Found:
-    torch.cuda.set_sync_debug_mode("error")
+    with warnings.catch_warnings():
+        # Its warning that it is a prototype and misses some is the caveat each Found already
+        # states; shown raw, it would reach the learner as a stray stderr line.
+        warnings.filterwarnings("ignore", "Synchronization debug mode is a prototype")
+        torch.cuda.set_sync_debug_mode("error")
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             run(loss)

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -344,18 +345,22 @@ def trim_trace(trace: dict, keep_steps: int = 2, recorded_on: dict | None = None
 def quiet_native_logs():
     """Sends what native code writes straight to the process's stderr (file descriptor 2)
     to /dev/null while the block runs: some PyTorch builds' profilers log a line there
-    each time they start and stop. Python's own warnings and errors still show."""
+    each time they start and stop. Python's own warnings and errors still show, but for one:
+    some releases warn that the profiler "clears events at the end of each cycle", which is
+    noise where, as in the lessons, a schedule records a single cycle."""
     try:
         saved = os.dup(2)
     except OSError:  # no file descriptor 2: nothing to quiet
-        yield
-        return
+        saved = None
     try:
-        with open(os.devnull, "w") as sink:
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(saved, 2)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(warnings.catch_warnings())
+            warnings.filterwarnings("ignore", ".*Profiler clears events at the end of each cycle")
+            if saved is not None:
+                sink = stack.enter_context(open(os.devnull, "w"))
+                os.dup2(sink.fileno(), 2)
+                stack.callback(os.dup2, saved, 2)
+            yield
     finally:
-        os.close(saved)
+        if saved is not None:
+            os.close(saved)

@@ -94,6 +94,8 @@ def executed_on_gpu(unit: str) -> nbformat.NotebookNode:
     nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()
+    if os.environ.get("LESSONS_OUT"):  # scripts/check-on-gpu keeps what each lesson showed
+        nbformat.write(nb, os.path.join(os.environ["LESSONS_OUT"], f"{unit}.ipynb"))
     return nb
 
 

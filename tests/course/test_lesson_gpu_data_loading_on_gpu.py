@@ -1,6 +1,8 @@
 """The data loading lesson executed on a CUDA GPU (skipped where torch.cuda.is_available() is
 False): what it shows there instead of what it says a GPU would show."""
 
+import re
+
 import pytest
 from lessons import cell_with, fixtures, printed
 
@@ -25,13 +27,13 @@ def test_the_prefetcher_yields_batches_on_the_gpu(executed):
     assert printed(cell_with(executed, "prefetched = Prefetcher(")) == "".join(
         f"{step} (64, 3, 224, 224) torch.uint8 cuda:0\n" for step in range(3)
     )
-    assert (
-        printed(cell_with(executed, "def to_device_uint8(images, device):"))
-        == "torch.float32 cuda:0 True\n"
-    )
+    # The same values within float32's rounding: a GPU need not round as the CPU does.
+    same = printed(cell_with(executed, "def to_device_uint8(images, device):"))
+    gap = re.fullmatch(r"torch\.float32 cuda:0 True \| largest difference: (\S+)\n", same)
+    assert gap and float(gap[1]) < 1e-5, same
 
 
 def test_every_stage_is_measured_and_the_verdict_says_so(executed):
     lines = printed(cell_with(executed, "speeds = measure_speeds(device)")).strip().split("\n")
-    assert all(": measured here" in line for line in lines[:4])
+    assert all("(measured here: " in line for line in lines[:4]), lines
     assert lines[4].endswith("(measured on this machine)")

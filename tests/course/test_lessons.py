@@ -74,18 +74,21 @@ def _errors(nb) -> list:
     ]
 
 
-@pytest.mark.parametrize("unit", UNITS)
-def test_no_cell_errors(unit):
-    nb = executed(unit)
-    assert _errors(nb) == []
-    stderr = [
+def _stderr(nb) -> list:
+    return [
         (c.source[:60], o.text[:200])
         for c in nb.cells
         if c.cell_type == "code"
         for o in c.outputs
         if o.output_type == "stream" and o.name == "stderr"
     ]
-    assert stderr == [], "a lesson cell wrote to stderr (a warning a learner would see)"
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_no_cell_errors(unit):
+    nb = executed(unit)
+    assert _errors(nb) == []
+    assert _stderr(nb) == [], "a lesson cell wrote to stderr (a warning a learner would see)"
 
 
 @pytest.mark.gpu
@@ -94,6 +97,9 @@ def test_no_cell_errors_on_the_gpu(unit):
     """Each lesson as it is, on a CUDA GPU (its own GPU tests read what it showed)."""
     nb = executed_on_gpu(unit)
     assert _errors(nb) == []
+    assert _stderr(nb) == [], (
+        "a lesson cell wrote to stderr on the GPU (a warning a learner would see)"
+    )
 
 
 @pytest.mark.parametrize("unit", UNITS)

@@ -41,3 +41,22 @@ def test_far_device_shows_the_same_device_error_without_a_gpu():
 def test_pick_device_finds_the_gpu(capsys):
     assert dev.pick_device() == "cuda"
     assert "Using the GPU" in capsys.readouterr().out
+
+
+def test_the_gpu_checks_refuse_a_machine_without_a_gpu_and_say_so(tmp_path):
+    """scripts/check-on-gpu, where CUDA is hidden: it says why and stops before any test."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [str(root / "scripts" / "check-on-gpu"), str(tmp_path / "out")],
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "these checks need a CUDA GPU" in done.stdout + done.stderr
+    assert not (tmp_path / "out" / "gpu-tests.log").exists()

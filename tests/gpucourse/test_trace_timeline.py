@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -263,6 +264,28 @@ def test_quiet_native_logs_hides_fd_2_only_inside_and_restores_it(tmp_path):
         os.dup2(saved, 2)
         os.close(saved)
     assert target.read_text() == "before\nafter\n"
+
+
+def test_quiet_native_logs_hides_only_the_profilers_cycle_warning():
+    """Some releases (2.11 on a GPU) warn that the profiler clears events between cycles: noise
+    in a lesson that records one cycle. Every other Python warning still shows."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet_native_logs():
+            warnings.warn(
+                "Warning: Profiler clears events at the end of each cycle.Only events from the "
+                "current cycle will be reported.",
+                UserWarning,
+                stacklevel=1,
+            )
+            warnings.warn("a warning the learner must see", UserWarning, stacklevel=1)
+        warnings.warn(
+            "Warning: Profiler clears events at the end of each cycle.", UserWarning, stacklevel=1
+        )
+    assert [str(w.message) for w in seen] == [
+        "a warning the learner must see",
+        "Warning: Profiler clears events at the end of each cycle.",
+    ]
 
 
 def test_trim_trace_keeps_the_first_steps_their_lanes_names_and_where_it_was_recorded():
