@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
+from queue import Empty
 
 import zmq
 from jupyter_core.utils import run_sync
@@ -41,6 +42,7 @@ from autograder import fates
 from autograder.bridge import protocol, student_side, testplan
 from autograder.fates import Event, Kind
 from autograder.sandbox.bubblewrap import Sandbox
+from autograder.sandbox.clients import take
 from autograder.sandbox.messages import WIRE_BYTES
 from autograder.worker import trusted_kernel
 from autograder.worker.outputs import OutputBudget, content_size, error_output
@@ -401,10 +403,16 @@ class StudentBridge:
 
     async def _reply(self, kc, msg_id: str) -> str:
         text, idle = None, False
+        iopub = kc.iopub_channel
         while not idle:
             try:
-                msg = await kc.iopub_channel.get_msg(timeout=1)
-            except Exception:  # noqa: BLE001 - queue.Empty: is the kernel still there?
+                # What IOPub holds already (the reply's messages come together); else wait.
+                msg = await take(iopub)
+                if msg is None and await iopub.socket.poll(1000):
+                    msg = await take(iopub)
+                if msg is None:
+                    raise Empty
+            except Exception:  # noqa: BLE001 - Empty, or unreadable: is the kernel still there?
                 if not await self.executor.km.is_alive():
                     raise DeadKernelError("student kernel died") from None
                 continue

@@ -17,6 +17,12 @@ checks the schema itself against JSON Schema's metaschema, every call: about 0.2
 submission. ``share_validators`` makes one validator per schema and raises the same
 error (``best_match``) for a cell that does not fit.
 
+A worker's private gradebook is scratch, thrown away with the worker and rebuilt from the
+course's: ``scratch`` marks its URL, and its connections skip SQLite's durability
+(``synchronous=OFF``, the rollback journal in memory). nbgrader commits after nearly every
+grade it writes, about 60 times a submission, and each commit of a durable database
+creates, syncs and deletes a journal file. The course's gradebook keeps SQLite's defaults.
+
 Nothing a student controls reaches this: the URLs are the course's and the workers'
 private gradebooks, and the schemas are nbgrader's. nbgrader has no setting for its
 engine or its validator, so these wrap ``nbgrader.api.create_engine`` and the
@@ -35,6 +41,20 @@ from collections import OrderedDict
 KEEP = 8  # engines kept (a process of the test suite grades many courses)
 _ENGINES: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
+_SCRATCH: set[str] = set()  # URLs of gradebooks that are thrown away: no durability
+SCRATCH_PRAGMAS = ("PRAGMA synchronous=OFF", "PRAGMA journal_mode=MEMORY")
+
+
+def scratch(url: str) -> None:
+    """Mark ``url`` a throwaway SQLite gradebook (a worker's private one)."""
+    _SCRATCH.add(str(url))
+
+
+def _without_durability(connection, _record) -> None:
+    cursor = connection.cursor()
+    for pragma in SCRATCH_PRAGMAS:
+        cursor.execute(pragma)
+    cursor.close()
 
 
 def share_engines() -> None:
@@ -53,6 +73,10 @@ def share_engines() -> None:
                 _ENGINES.move_to_end(key)
                 return _ENGINES[key]
             engine = _ENGINES[key] = make(url, **options)
+            if str(url) in _SCRATCH and str(url).startswith("sqlite:"):
+                from sqlalchemy import event
+
+                event.listen(engine, "connect", _without_durability)
             while len(_ENGINES) > KEEP:
                 _ENGINES.popitem(last=False)[1].dispose()
             return engine

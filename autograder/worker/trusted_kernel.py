@@ -29,7 +29,7 @@ from nbformat.v4 import new_output, output_from_msg
 from autograder import fates
 from autograder.bridge import protocol, trusted_side
 from autograder.sandbox.bubblewrap import Sandbox
-from autograder.sandbox.clients import ReadyClient
+from autograder.sandbox.clients import ReadyClient, take
 from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
 from autograder.sandbox.manager import (
     SOCKETS_IN_SANDBOX,
@@ -44,6 +44,7 @@ from autograder.worker.outputs import content_size
 
 STARTUP_TIMEOUT = 60
 OUTPUT_MSGS = ("stream", "display_data", "execute_result", "error")
+DRAIN = 64  # messages read from a channel for one poll
 _TEMPLATES: dict = {}
 
 
@@ -321,30 +322,35 @@ class Session:
             for socket, channel in channels.items():
                 if socket not in ready:
                     continue
-                msg = await channel.get_msg(timeout=0)
-                if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                kind = msg["msg_type"]
-                if channel is kc.shell_channel:
-                    reply = msg["content"]
-                elif channel is kc.stdin_channel:
-                    prompt = str(msg["content"].get("prompt", ""))
-                    if bridge is None or not protocol.is_request(prompt):
-                        kc.input("")
+                # What it holds now, one poll for up to DRAIN messages (never unbounded: the
+                # limits above are checked between polls).
+                for _ in range(DRAIN):
+                    msg = await take(channel)
+                    if msg is None:
+                        break
+                    if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
-                    asked = time.monotonic()
-                    answer = await bridge.ask(prompt)
-                    try:
-                        kc.input(answer)
-                    except zmq.ZMQError as exc:  # it ended while the student's kernel ran
-                        raise self._ended(exc) from None
-                    waited += time.monotonic() - asked
-                elif kind == "status":
-                    idle = idle or msg["content"].get("execution_state") == "idle"
-                elif kind == "clear_output" and keep:
-                    outputs.clear()
-                elif kind in OUTPUT_MSGS and keep:
-                    self.budget.add(outputs, output_from_msg(msg), content_size(msg["content"]))
+                    kind = msg["msg_type"]
+                    if channel is kc.shell_channel:
+                        reply = msg["content"]
+                    elif channel is kc.stdin_channel:
+                        prompt = str(msg["content"].get("prompt", ""))
+                        if bridge is None or not protocol.is_request(prompt):
+                            kc.input("")
+                            continue
+                        asked = time.monotonic()
+                        answer = await bridge.ask(prompt)
+                        try:
+                            kc.input(answer)
+                        except zmq.ZMQError as exc:  # it ended while the student's kernel ran
+                            raise self._ended(exc) from None
+                        waited += time.monotonic() - asked
+                    elif kind == "status":
+                        idle = idle or msg["content"].get("execution_state") == "idle"
+                    elif kind == "clear_output" and keep:
+                        outputs.clear()
+                    elif kind in OUTPUT_MSGS and keep:
+                        self.budget.add(outputs, output_from_msg(msg), content_size(msg["content"]))
         self.last_reply = reply
         status = reply.get("status", "error")
         if not keep and status == "error":

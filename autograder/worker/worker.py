@@ -248,6 +248,7 @@ def _private(config, folder: Path):
     """A worker writes only its own gradebook, whatever the course's says (PostgreSQL...)."""
     config.CourseDirectory.root = str(folder)
     config.CourseDirectory.db_url = f"sqlite:///{folder}/gradebook.db"
+    gradebooks.scratch(config.CourseDirectory.db_url)
     return config
 
 

@@ -71,3 +71,40 @@ def test_a_dead_kernel_is_said():
     kc = client([], [], alive=False)
     with pytest.raises(RuntimeError, match="died"):
         asyncio.run(kc.wait_for_ready(timeout=5))
+
+
+def test_take_reads_what_a_channel_holds_through_its_session_and_never_waits():
+    """``take``: a queued message parsed (its signature checked, as get_msg does), None at
+    once when nothing came, and a forged signature refused."""
+    import zmq
+    import zmq.asyncio
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    from autograder.sandbox.clients import take
+    from autograder.sandbox.messages import BoundedSession
+
+    async def run():
+        context = zmq.asyncio.Context()
+        sender, receiver = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+        port = sender.bind_to_random_port("tcp://127.0.0.1")
+        receiver.connect(f"tcp://127.0.0.1:{port}")
+        session = BoundedSession(key=b"secret")
+        channel = AsyncZMQSocketChannel(receiver, session)
+        try:
+            assert await take(channel) is None  # nothing yet: no wait
+            session.send(sender, "status", {"execution_state": "idle"})
+            forged = BoundedSession(key=b"not the key")
+            forged.send(sender, "status", {"execution_state": "busy"})
+            await receiver.poll(5000)
+            got = await take(channel)
+            assert (got["msg_type"], got["content"]) == ("status", {"execution_state": "idle"})
+            await receiver.poll(5000)
+            with pytest.raises(ValueError, match="Invalid Signature"):
+                await take(channel)
+            assert await take(channel) is None
+        finally:
+            sender.close(0)
+            receiver.close(0)
+            context.term()
+
+    asyncio.run(run())

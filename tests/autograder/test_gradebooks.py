@@ -35,6 +35,26 @@ def test_gradebooks_of_one_url_share_an_engine_and_see_each_others_writes(tmp_pa
         assert other.engine is not again.engine and not list(other.students)
 
 
+def test_only_a_workers_scratch_gradebook_gives_up_durability(tmp_path, monkeypatch):
+    """A worker's private gradebook is thrown away: no sync, the journal in memory. The
+    course's keeps SQLite's defaults (FULL sync, a journal file)."""
+    from sqlalchemy import text
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    gradebooks.share_engines()
+    scratch, course = f"sqlite:///{tmp_path}/private.db", f"sqlite:///{tmp_path}/course.db"
+    gradebooks.scratch(scratch)
+    found = {}
+    for url in (scratch, course):
+        with Gradebook(url) as gb:
+            gb.add_student("ada")
+            found[url] = [
+                gb.db.execute(text(f"PRAGMA {name}")).scalar()
+                for name in ("synchronous", "journal_mode")
+            ]
+    assert found == {scratch: [0, "memory"], course: [2, "delete"]}
+
+
 def test_a_gradebook_emptied_and_made_again_at_its_url_is_read_afresh(tmp_path, monkeypatch):
     """A worker grades each job in the same folder: the engine outlives the file."""
     import shutil
