@@ -339,8 +339,9 @@ def _grade_class(
 
     if progress is not None:
         progress.reset(total=len(to_grade))
+    holders = SecretHolders(course_root, assignment)  # read once, at the first record
     for result in _complete(executor, to_grade, workers) if to_grade else ():
-        outcome = record(course_root, assignment, result)
+        outcome = record(course_root, assignment, result, holders)
         ledger.put(outcome)
         if outcome["student_id"] in pending:
             pending.discard(outcome["student_id"])
@@ -621,9 +622,12 @@ def _lost_cluster(exc: BaseException) -> bool:
     )
 
 
-def record(course_root: Path, assignment: str, result: Result) -> dict:
+def record(
+    course_root: Path, assignment: str, result: Result, holders: SecretHolders | None = None
+) -> dict:
     """Write a Result into the course: its files, then its grades with nbgrader's own
-    preprocessors, into whatever gradebook the course uses."""
+    preprocessors, into whatever gradebook the course uses. ``holders``: the run's view of
+    who holds which feedback secret (one for a whole run; None: read afresh)."""
     outcome = dict(result.outcome)
     student = outcome["student_id"]
     log.info(
@@ -637,11 +641,13 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     )
     autograded, feedback = dict(result.autograded), dict(result.feedback)
     extras = exchange_files(result)  # what nbgrader's release_feedback reads beside each page
-    shared = holders_of_secret(course_root, assignment, extras[SECRET_FILE], student)
+    if holders is None:
+        holders = SecretHolders(course_root, assignment)
+    shared = holders.others(extras[SECRET_FILE], student)
     if shared:
         extras[SECRET_FILE] = new_secret()
         for other in shared:
-            _give_new_secret(course_root, assignment, other)
+            holders.wrote(other, _give_new_secret(course_root, assignment, other))
         note = (
             f"its {SECRET_FILE} is also in the submission of {', '.join(shared)}: one "
             "student copied another's (from a home folder others may read). Each feedback "
@@ -655,6 +661,7 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
             files.update(extras)
     _replace(course_root / "autograded" / student / assignment, autograded)
     _replace(course_root / "feedback" / student / assignment, feedback)
+    holders.wrote(student, extras[SECRET_FILE] if feedback else None)
     notebooks = {
         name: data
         for name, data in result.autograded.items()
@@ -662,6 +669,7 @@ def record(course_root: Path, assignment: str, result: Result) -> dict:
     }
     if not notebooks:
         _zero_submission(course_root, assignment, student, result.timestamp)
+        holders.wrote(student, None)  # its pages are gone
         return outcome
     score, max_score = _save_grades(course_root, assignment, student, notebooks, result.timestamp)
     outcome["score"], outcome["max_score"] = score, max_score
@@ -676,27 +684,60 @@ def new_secret() -> bytes:
     return secrets.token_hex(64).encode()
 
 
-def holders_of_secret(course_root: Path, assignment: str, secret: bytes, student: str) -> list[str]:
-    """The other students whose feedback holds ``secret``. nbgrader's release_feedback
-    names each page by a hash of its secret, and fetch_feedback finds a student's page by
-    the secret their own submit kept: a student who put a classmate's secret into their
-    own submission (attack 19: read from the classmate's nbgrader cache) had their page
-    released under the classmate's name, over the classmate's."""
-    holders = []
-    for folder in sorted((course_root / "feedback").glob(f"*/{assignment}")):
-        other = folder.parent.name
-        if other == student:
-            continue
+class SecretHolders:
+    """Which other students' feedback holds a secret. nbgrader's release_feedback names each
+    page by a hash of its secret, and fetch_feedback finds a student's page by the secret
+    their own submit kept: a student who put a classmate's secret into their own submission
+    (attack 19: read from the classmate's nbgrader cache) had their page released under the
+    classmate's name, over the classmate's.
+
+    Read from the course once, then kept as a run writes pages (read afresh for each
+    submission recorded, every classmate's file was read each time: a million reads for a
+    class of a thousand). A run is the only writer of the course's feedback (the CLI's run
+    lock), and every page it writes goes through ``record``, which says what it wrote
+    (``wrote``). A holder found in memory is read again from its file before anything is
+    done about it."""
+
+    def __init__(self, course_root: Path, assignment: str):
+        self.folder = Path(course_root) / "feedback"
+        self.assignment = assignment
+        self._known: dict[str, bytes] | None = None  # student -> secret, once read
+
+    def others(self, secret: bytes, student: str) -> list[str]:
+        if self._known is None:
+            self._known = {}
+            for folder in self.folder.glob(f"*/{self.assignment}"):
+                found = self._read(folder.parent.name)
+                if found is not None:
+                    self._known[folder.parent.name] = found
+        wanted = secret.strip()
+        return sorted(
+            other
+            for other, held in self._known.items()
+            if other != student and held == wanted and self._read(other) == wanted
+        )
+
+    def wrote(self, student: str, secret: bytes | None) -> None:
+        """``student``'s page now holds ``secret`` (None: no page, or none with a secret)."""
+        if self._known is None:
+            return  # not read yet: it will read what is there
+        if secret is None:
+            self._known.pop(student, None)
+        else:
+            self._known[student] = secret.strip()
+
+    def _read(self, student: str) -> bytes | None:
         try:
-            if safefiles.read_bytes(folder / SECRET_FILE, 4096).strip() == secret.strip():
-                holders.append(other)
+            path = self.folder / student / self.assignment / SECRET_FILE
+            return safefiles.read_bytes(path, 4096).strip()
         except (OSError, safefiles.Unsafe):
-            continue
-    return holders
+            return None
 
 
-def _give_new_secret(course_root: Path, assignment: str, student: str) -> None:
+def _give_new_secret(course_root: Path, assignment: str, student: str) -> bytes | None:
+    """A fresh secret in ``student``'s pages; the one their feedback now holds, or None."""
     fresh = new_secret()
+    written = None
     for kind in ("autograded", "feedback"):
         target = course_root / kind / student / assignment / SECRET_FILE
         if target.is_file() and not target.is_symlink():
@@ -706,6 +747,9 @@ def _give_new_secret(course_root: Path, assignment: str, student: str) -> None:
             with os.fdopen(fd, "wb") as f:
                 f.write(fresh)
             os.replace(part, target)
+            if kind == "feedback":
+                written = fresh
+    return written
 
 
 def exchange_files(result: Result) -> dict[str, bytes]:

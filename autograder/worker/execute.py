@@ -405,6 +405,10 @@ class StudentBridge:
         text, idle = None, False
         iopub = kc.iopub_channel
         while not idle:
+            # Reading what is already there never waits, so never yields: without this, a
+            # function that prints without end would keep the call's time limit
+            # (asyncio.wait_for) from ever ending it.
+            await asyncio.sleep(0)
             try:
                 # What IOPub holds already (the reply's messages come together); else wait.
                 msg = await take(iopub)

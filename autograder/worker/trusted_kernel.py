@@ -15,6 +15,7 @@ the submission's test points are then withheld, and its fate says why.
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import secrets
 import shutil
@@ -318,6 +319,7 @@ class Session:
             if not self.kernel.alive():
                 events = self.kernel.km.events if self.kernel.km is not None else []
                 raise TrustedKernelProblem("the test kernel died: " + _death(events))
+            await asyncio.sleep(0)  # a poll that finds messages ready does not yield
             ready = dict(await poller.poll(timeout=200))
             for socket, channel in channels.items():
                 if socket not in ready:

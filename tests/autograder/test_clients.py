@@ -108,3 +108,42 @@ def test_take_reads_what_a_channel_holds_through_its_session_and_never_waits():
             context.term()
 
     asyncio.run(run())
+
+
+@pytest.mark.timeout(30)
+def test_a_call_whose_kernel_never_stops_sending_still_ends_at_its_time_limit():
+    """The bridge reads what IOPub already holds without waiting, so without a yield of its
+    own a kernel that prints without end (and the grader keeping up) would keep the call's
+    time limit from ever ending it (a CI run hung 10 minutes on such a mistake)."""
+    import types
+
+    from autograder.worker.execute import StudentBridge
+
+    class Flood:
+        def recv_multipart(self, flags=0):
+            ready = asyncio.get_running_loop().create_future()
+            ready.set_result([b"frame"])
+            return ready
+
+    class Session:
+        def feed_identities(self, frames):
+            return [], frames
+
+        def deserialize(self, frames):
+            return {"msg_type": "stream", "parent_header": {"msg_id": "an earlier cell"}}
+
+    async def alive():
+        return True
+
+    kc = types.SimpleNamespace(
+        iopub_channel=types.SimpleNamespace(socket=Flood(), session=Session())
+    )
+    bridge = object.__new__(StudentBridge)
+    bridge.executor = types.SimpleNamespace(km=types.SimpleNamespace(is_alive=alive))
+    bridge.replies_left, bridge.max_chars = 10**9, 10**6
+
+    async def call():
+        await asyncio.wait_for(bridge._reply(kc, "this call"), timeout=0.2)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(call())

@@ -1045,6 +1045,46 @@ def test_a_secret_two_students_submitted_names_neither_ones_page(course, monkeyp
     assert any("also in the submission of bob" in d for d in outcome["details"])
 
 
+def test_a_run_reads_each_classmates_secret_once_not_once_per_submission(course, monkeypatch):
+    """One SecretHolders for a run: the class's secrets are read at its first record and kept
+    as it writes pages (read afresh for every record, a class of n cost n * n reads); a
+    secret copied later in the run is still found, and read again before it is acted on."""
+    from autograder.coordinator import grade
+    from autograder.job import Result
+
+    monkeypatch.setattr(grade, "_save_grades", lambda *a: (30.0, 30.0))
+    reads = []
+    read_bytes = safefiles.read_bytes
+
+    def counted(path, *args, **kwargs):
+        if Path(path).name == "submission_secret.txt":
+            reads.append(Path(path).parent.parent.name)
+        return read_bytes(path, *args, **kwargs)
+
+    monkeypatch.setattr(safefiles, "read_bytes", counted)
+
+    def record(student, secret, holders):
+        outcome = {"student_id": student, "fate": "graded", "details": []}
+        files = {"gpu_tensors.ipynb": b"{}"}
+        page = {"gpu_tensors.html": student.encode()}
+        result = Result(outcome, files, page, None, secret)
+        return grade.record(course, "gpu_tensors", result, holders)
+
+    for i in range(3):  # an earlier run's pages
+        record(f"old{i}", f"{i}" * 64, None)
+    reads.clear()
+    holders = grade.SecretHolders(course, "gpu_tensors")
+    for i in range(8):
+        record(f"s{i}", chr(ord("a") + i) * 64, holders)
+    assert sorted(reads) == ["old0", "old1", "old2"]  # once each, at the first record
+    outcome = record("mallory", "c" * 64, holders)  # s2's secret, written in this run
+    assert any("also in the submission of s2" in d for d in outcome["details"])
+    assert reads.count("s2") == 1  # read again from its file before it was acted on
+    assert (course / "feedback" / "s2" / "gpu_tensors" / "submission_secret.txt").read_text() != (
+        "c" * 64
+    )
+
+
 def test_collect_names_the_students_whose_home_others_may_enter(tmp_path, monkeypatch):
     """Attack 19, a08: nbgrader submit keeps each secret in the student's home; where
     others may enter it, a classmate fetched their page (Debian's useradd made 0755)."""
