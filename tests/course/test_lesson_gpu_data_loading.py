@@ -119,7 +119,7 @@ def test_uint8_moves_a_quarter_of_the_bytes_and_normalizes_to_the_same_values(ex
     )
     assert (
         printed(cell_with(executed, "def to_device_uint8(images, device):"))
-        == "torch.float32 cpu True | largest difference: 0\n"
+        == "torch.float32 cpu True | largest difference: 0 (measured)\n"
     )
     assert re.fullmatch(
         r"normalizing a batch of 64 on one CPU thread: [\d.]+ ms \(measured\)\n",

@@ -29,7 +29,9 @@ def test_the_prefetcher_yields_batches_on_the_gpu(executed):
     )
     # The same values within float32's rounding: a GPU need not round as the CPU does.
     same = printed(cell_with(executed, "def to_device_uint8(images, device):"))
-    gap = re.fullmatch(r"torch\.float32 cuda:0 True \| largest difference: (\S+)\n", same)
+    gap = re.fullmatch(
+        r"torch\.float32 cuda:0 True \| largest difference: (\S+) \(measured\)\n", same
+    )
     assert gap and float(gap[1]) < 1e-5, same
 
 
