@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 BASE = "course-grade"
 PERIOD_US = 100_000
+STALE_SECONDS = 600  # a group is joined within a second of being made
 
 
 @functools.cache
@@ -34,7 +35,32 @@ def unavailable() -> str | None:
     except OSError as exc:
         return f"no writable cgroup hierarchy ({exc.strerror or exc})"
     group.remove()
+    sweep()
     return None
+
+
+def sweep(older_than: float = STALE_SECONDS) -> int:
+    """Remove the kernels' groups that a grader killed outright (SIGKILL, a lost machine)
+    left behind: empty, and made long enough ago that no kernel is about to join them.
+    How many."""
+    removed = 0
+    now = time.time()
+    for base in (ROOT / BASE, ROOT / "memory" / BASE, ROOT / "cpu" / BASE):
+        try:
+            folders = [f for f in base.iterdir() if f.name.startswith("k-")]
+        except OSError:
+            continue
+        for folder in folders:
+            try:
+                if now - folder.stat().st_mtime < older_than:
+                    continue
+                if (folder / "cgroup.procs").read_text().strip():
+                    continue
+                folder.rmdir()
+                removed += 1
+            except OSError:
+                continue  # in use, or gone already
+    return removed
 
 
 class KernelGroup:

@@ -195,6 +195,42 @@ def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, 
     assert run.km.events[0].used >= 48
 
 
+def test_an_ended_kernel_or_template_leaves_no_control_group_behind(kernel_with):
+    """A template is ended by ``discard``, never by shutdown_kernel: its control group
+    went with it only there (a grading server kept two groups per run, 2,485 of them
+    here before this test)."""
+    from autograder.sandbox import cgroups
+    from autograder.sandbox.manager import discard
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    run = kernel_with()
+    folders = list(run.km._group.folders)
+    assert folders and all(f.exists() for f in folders)
+    discard(run.km, None)
+    assert not [f for f in folders if f.exists()]
+
+
+def test_groups_a_killed_grader_left_are_swept_and_a_new_one_is_kept():
+    """A grader killed outright (SIGKILL) removes nothing: the next grader removes the
+    empty groups made long ago, never one made a moment ago (a kernel about to join it)."""
+    from autograder.sandbox import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    old, new = cgroups.KernelGroup(1 << 30, 1.0), cgroups.KernelGroup(1 << 30, 1.0)
+    try:
+        long_ago = time.time() - 2 * cgroups.STALE_SECONDS
+        for folder in old.folders:
+            os.utime(folder, (long_ago, long_ago))
+        assert cgroups.sweep() >= len(old.folders)
+        assert not [f for f in old.folders if f.exists()]
+        assert all(f.exists() for f in new.folders)
+    finally:
+        old.remove()
+        new.remove()
+
+
 def test_pages_that_forked_workers_share_are_counted_once(kernel_with, monkeypatch):
     """Without a control group the watchdog sums the tree's memory: what a DataLoader's
     forked workers share with the kernel counts once, not in every worker."""
