@@ -343,6 +343,9 @@ def _grade_class(
     for result in _complete(executor, to_grade, workers) if to_grade else ():
         outcome = record(course_root, assignment, result, holders)
         ledger.put(outcome)
+        for other, note in holders.renamed.items():
+            _note_renamed_page(ledger, outcomes, other, note)
+        holders.renamed.clear()
         if outcome["student_id"] in pending:
             pending.discard(outcome["student_id"])
             ledger.set_to_regrade(pending)
@@ -360,6 +363,22 @@ def _grade_class(
         )
         outcome["details"] = notes + [d for d in outcome["details"] if d not in notes]
     return [outcomes[s] for s in sorted(outcomes)]
+
+
+def _note_renamed_page(ledger: Ledger, outcomes: dict, student: str, note: str) -> None:
+    """Say on ``student``'s own line that another's submission renamed their page (attack
+    24: the note was on the copier's line alone, and went when the copier resubmitted).
+    It is kept in their ledger entry, so every report shows it until they are graded
+    again, which gives the page its own name back."""
+    entry = ledger.get(student)
+    if entry is not None:
+        if note not in entry.get("details", []):
+            entry["details"] = [*entry.get("details", []), note]
+            ledger.put(entry)
+    else:
+        log.warning("%s: %s", student, note)  # a page course-grade did not grade
+    if student in outcomes and note not in outcomes[student]["details"]:
+        outcomes[student]["details"] = [*outcomes[student]["details"], note]
 
 
 class LocalPool:
@@ -648,6 +667,12 @@ def record(
         extras[SECRET_FILE] = new_secret()
         for other in shared:
             holders.wrote(other, _give_new_secret(course_root, assignment, other))
+            holders.renamed[other] = (
+                f"this student's feedback page has a new random name: the submission of "
+                f"{student} held a copy of this student's {SECRET_FILE}, so nbgrader "
+                "fetch_feedback cannot find it; hand it back another way (until this "
+                "student is graded again)"
+            )
         note = (
             f"its {SECRET_FILE} is also in the submission of {', '.join(shared)}: one "
             "student copied another's (from a home folder others may read). Each feedback "
@@ -702,6 +727,8 @@ class SecretHolders:
         self.folder = Path(course_root) / "feedback"
         self.assignment = assignment
         self._known: dict[str, bytes] | None = None  # student -> secret, once read
+        # classmates whose page ``record`` renamed -> the note their own line must carry
+        self.renamed: dict[str, str] = {}
 
     def others(self, secret: bytes, student: str) -> list[str]:
         if self._known is None:

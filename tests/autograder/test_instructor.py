@@ -1044,3 +1044,46 @@ def test_the_class_reports_headline_leaves_out_who_submitted_nothing(tmp_path):
     ]
     page = write(course, ASSIGNMENT, outcomes, tmp_path / "reports").read_text()
     assert f"2 students; 1 graded; mean {full:.1f} of {full:g}" in page
+
+
+@pytest.mark.slow
+def test_a_page_renamed_for_a_copied_secret_is_said_on_its_owners_line_until_regraded(tmp_path):
+    """Attack 24, a01: att submitted vic's submission_secret.txt, so both pages got new
+    random names; the note was on att's line alone, and went when att resubmitted without
+    it, while vic's fetch_feedback still found nothing. Now vic's own line says so, in
+    every run's report, until vic is graded again (which gives the page vic's name back)."""
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    secret = "v" * 64
+
+    def hand_in(student: str, secret: str | None, version: int = 0) -> None:
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True, exist_ok=True)
+        nb = make_submission(RELEASE)
+        nb.metadata["version"] = version  # a resubmission: another digest
+        nbformat.write(nb, folder / NOTEBOOK)
+        (folder / "submission_secret.txt").unlink(missing_ok=True)
+        if secret:
+            (folder / "submission_secret.txt").write_text(secret)
+
+    def page_secret(student: str) -> str:
+        return (course / "feedback" / student / ASSIGNMENT / "submission_secret.txt").read_text()
+
+    def renamed_note(student: str) -> list[str]:
+        return [d for d in report(course)[student]["details"] if "new random name" in d]
+
+    hand_in("vic", secret)
+    ok(course_grade(course, "-j", "1"))
+    assert page_secret("vic") == secret and not renamed_note("vic")
+    hand_in("att", secret)  # a copy of vic's
+    ok(course_grade(course, "-j", "1"))
+    assert page_secret("vic") != secret
+    assert renamed_note("vic") and "att" in renamed_note("vic")[0]
+    hand_in("att", None, version=1)  # att resubmits without it
+    ok(course_grade(course, "-j", "1"))
+    assert page_secret("vic") != secret  # vic still cannot fetch it...
+    assert renamed_note("vic"), report(course)["vic"]  # ...and vic's line still says so
+    assert not [d for d in report(course)["att"]["details"] if "also in the submission" in d]
+    ok(course_grade(course, "-j", "1", "--student", "vic", "--force"))
+    assert page_secret("vic") == secret and not renamed_note("vic")
