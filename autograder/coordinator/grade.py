@@ -533,6 +533,7 @@ def _stop_when_told(stop) -> None:
             km = kernel.km
             if km is not None and km.provisioner is not None and km.provisioner.pid:
                 kill_tree(km.provisioner.pid)
+                km.release_group()
         if kernel.folder is not None:
             shutil.rmtree(kernel.folder, ignore_errors=True)
     os._exit(128 + signal.SIGTERM)
