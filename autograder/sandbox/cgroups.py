@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 BASE = "course-grade"
 PERIOD_US = 100_000
+TCP_BYTES = 16_000_000  # cgroup v1: a kernel's TCP buffers, beside its memory
 STALE_SECONDS = 600  # a group is joined within a second of being made
 
 
@@ -87,6 +88,12 @@ class KernelGroup:
                 _write(
                     self.memory / "memory.memsw.limit_in_bytes", str(memory_bytes), optional=True
                 )  # no swapping out to hide, where swap is counted
+                # v1 counts TCP buffers only once a group has a limit for them, and apart
+                # from its memory (v2 counts them in it): a kernel started without a
+                # template has its sandbox's loopback, where unread buffers held 1.8 GB.
+                _write(
+                    self.memory / "memory.kmem.tcp.limit_in_bytes", str(TCP_BYTES), optional=True
+                )
                 if cpus:
                     _write(self.cpu / "cpu.cfs_period_us", str(PERIOD_US))
                     _write(self.cpu / "cpu.cfs_quota_us", str(int(cpus * PERIOD_US)))

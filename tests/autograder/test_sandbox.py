@@ -195,6 +195,45 @@ def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, 
     assert run.km.events[0].used >= 48
 
 
+def test_tcp_buffers_of_a_kernel_with_a_loopback_are_bounded_by_its_group(kernel_with):
+    """A kernel started without a template has its sandbox's loopback. Unread loopback TCP
+    buffers are memory that cgroup v1 counts only once the group has a TCP limit (attack
+    25 held 1.8 GB there, uncounted): under v1 its group has one, and the kernel holds far
+    less than it asks for; under v2 they count in its memory."""
+    from autograder.sandbox import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    run = kernel_with(memory_mb=1500)
+    out = run(
+        """
+import socket, time
+server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(1000)
+held, pairs, deadline = 0, [], time.monotonic() + 20
+try:
+    while held < 800_000_000 and time.monotonic() < deadline:
+        c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+        c.connect(server.getsockname()); a, _ = server.accept()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+        c.setblocking(False)
+        while True:
+            try:
+                held += c.send(b"x" * 65536)
+            except BlockingIOError:
+                break
+        pairs.append((c, a))
+except OSError:
+    pass  # out of descriptors
+print(held)
+""",
+        timeout=90,
+    )
+    if not run.km.is_alive():  # v2: counted in its memory, and killed at its limit
+        assert [e.kind.value for e in run.km.events] == ["memory"]
+        return
+    assert int(out.split()[-1]) < 300_000_000, out
+
+
 def test_an_ended_kernel_or_template_leaves_no_control_group_behind(kernel_with):
     """A template is ended by ``discard``, never by shutdown_kernel: its control group
     went with it only there (a grading server kept two groups per run, 2,485 of them
