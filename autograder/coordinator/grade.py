@@ -667,12 +667,15 @@ def record(
     if shared:
         extras[SECRET_FILE] = new_secret()
         for other in shared:
-            holders.wrote(other, _give_new_secret(course_root, assignment, other))
+            written = _give_new_secret(course_root, assignment, other)
+            holders.wrote(other, written)
+            if written is None:
+                continue  # no page of theirs yet: it is named afresh when they are graded
             holders.renamed[other] = (
                 f"this student's feedback page has a new random name: the submission of "
-                f"{student} held a copy of this student's {SECRET_FILE}, so nbgrader "
-                "fetch_feedback cannot find it; hand it back another way (until this "
-                "student is graded again)"
+                f"{student} holds the same {SECRET_FILE} (one of the two copied the "
+                "other's), so nbgrader fetch_feedback cannot find it; hand it back another "
+                "way (until this student is graded again)"
             )
         note = (
             f"its {SECRET_FILE} is also in the submission of {', '.join(shared)}: one "
@@ -726,8 +729,14 @@ class SecretHolders:
 
     def __init__(self, course_root: Path, assignment: str):
         self.folder = Path(course_root) / "feedback"
+        self.submitted = Path(course_root) / "submitted"
         self.assignment = assignment
         self._known: dict[str, bytes] | None = None  # student -> secret, once read
+        # student -> the secret their submission holds (graded or not yet): a copier graded
+        # before its owner, in an earlier run or earlier in this one, took a name that the
+        # owner's fetch_feedback finds, and a release between the two runs handed the
+        # copier's page to the owner (attack 25).
+        self._handed_in: dict[str, bytes] | None = None
         # classmates whose page ``record`` renamed -> the note their own line must carry
         self.renamed: dict[str, str] = {}
 
@@ -738,12 +747,24 @@ class SecretHolders:
                 found = self._read(folder.parent.name)
                 if found is not None:
                     self._known[folder.parent.name] = found
+        if self._handed_in is None:
+            self._handed_in = {}
+            for folder in self.submitted.glob(f"*/{self.assignment}"):
+                found = self._read_submitted(folder.parent.name)
+                if found is not None:
+                    self._handed_in[folder.parent.name] = found
         wanted = secret.strip()
-        return sorted(
+        pages = {
             other
             for other, held in self._known.items()
             if other != student and held == wanted and self._read(other) == wanted
-        )
+        }
+        handed_in = {
+            other
+            for other, held in self._handed_in.items()
+            if other != student and held == wanted and self._read_submitted(other) == wanted
+        }
+        return sorted(pages | handed_in)
 
     def wrote(self, student: str, secret: bytes | None) -> None:
         """``student``'s page now holds ``secret`` (None: no page, or none with a secret)."""
@@ -755,11 +776,18 @@ class SecretHolders:
             self._known[student] = secret.strip()
 
     def _read(self, student: str) -> bytes | None:
+        return self._secret_in(self.folder / student / self.assignment)
+
+    def _read_submitted(self, student: str) -> bytes | None:
+        return self._secret_in(self.submitted / student / self.assignment)
+
+    @staticmethod
+    def _secret_in(folder: Path) -> bytes | None:
         try:
-            path = self.folder / student / self.assignment / SECRET_FILE
-            return safefiles.read_bytes(path, 4096).strip()
+            found = safefiles.read_bytes(folder / SECRET_FILE, 4096).strip()
         except (OSError, safefiles.Unsafe):
             return None
+        return found if SECRET.fullmatch(found.decode(errors="replace")) else None
 
 
 def _give_new_secret(course_root: Path, assignment: str, student: str) -> bytes | None:

@@ -1102,3 +1102,41 @@ def test_collect_names_the_students_whose_home_others_may_enter(tmp_path, monkey
 
     monkeypatch.setattr(importers.pwd, "getpwnam", getpwnam)
     assert importers.open_homes(["cy", "ada", "bo", "no_such_user", "bo"]) == ["bo", "cy"]
+
+
+def test_a_secret_copied_from_a_submission_not_yet_graded_names_neither_page(course, monkeypatch):
+    """Attack 25: the copier graded before the secret's owner (an earlier run, or earlier
+    in the same one) kept the owner's secret, since no page held it yet; a release_feedback
+    between the two runs handed the copier's page to the owner's fetch_feedback. A secret
+    that another student's submission holds now names neither page."""
+    from autograder.coordinator import grade
+    from autograder.job import Result
+
+    monkeypatch.setattr(grade, "_save_grades", lambda *a: (30.0, 30.0))
+    shared = "v" * 64
+    for student in ("vic", "att"):  # att's holds a copy of vic's
+        handed_in = course / "submitted" / student / "gpu_tensors"
+        handed_in.mkdir(parents=True)
+        (handed_in / "submission_secret.txt").write_text(shared)
+
+    def record(student, secret):
+        outcome = {"student_id": student, "fate": "graded", "details": []}
+        files = {"gpu_tensors.ipynb": b"{}"}
+        page = {"gpu_tensors.html": student.encode()}
+        holders = grade.SecretHolders(course, "gpu_tensors")
+        return grade.record(
+            course, "gpu_tensors", Result(outcome, files, page, None, secret), holders
+        ), holders
+
+    def secret_of(student):
+        return (course / "feedback" / student / "gpu_tensors" / "submission_secret.txt").read_text()
+
+    outcome, holders = record("att", shared)  # vic is not graded yet
+    assert secret_of("att") != shared
+    assert any("also in the submission of vic" in d for d in outcome["details"])
+    assert holders.renamed == {}  # vic has no page to rename: nothing to say on vic's line
+    outcome, holders = record("vic", shared)  # graded later: att's page exists now
+    assert secret_of("vic") != shared and secret_of("att") != shared
+    assert secret_of("vic") != secret_of("att")
+    assert any("also in the submission of att" in d for d in outcome["details"])
+    assert "vic" in holders.renamed["att"]  # att's own line is told its page was renamed
