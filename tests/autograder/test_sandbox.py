@@ -32,11 +32,11 @@ def kernel_with(tmp_path):
     """Start a sandboxed kernel with the given Sandbox settings; yields run(code) -> str."""
     started = []
 
-    def start(**limits):
+    def start(uid: int = UID, **limits):
         config = Config()
         for name, value in limits.items():
             setattr(config.Sandbox, name, value)
-        config.SandboxMixin.uid = UID
+        config.SandboxMixin.uid = uid
         root = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
         root.chmod(0o755)
         config.SandboxMixin.runtime_root = str(root)
@@ -188,7 +188,10 @@ def test_a_fork_bomb_is_killed_at_the_process_limit(kernel_with, control_group, 
         pytest.skip(f"no control group here: {cgroups.unavailable()}")
     if not control_group:
         monkeypatch.setattr(cgroups, "unavailable", lambda: "off for this test")
-    run = kernel_with(max_processes=48, memory_mb=4000)
+    # RLIMIT_NPROC counts every process of a uid: a uid of its own, so that another
+    # test's kernel (pytest -n 2 runs this file's tests side by side) takes none of its 48.
+    uid = (61993 if control_group else 61994) if UID >= 0 else -1
+    run = kernel_with(uid=uid, max_processes=48, memory_mb=4000)
     run.until_killed("import os\nwhile True:\n    os.fork()")
     assert not run.km.is_alive()
     assert [e.kind.value for e in run.km.events] == ["processes"], run.km.events
