@@ -714,79 +714,68 @@ def new_secret() -> bytes:
 
 
 class SecretHolders:
-    """Which other students' feedback holds a secret. nbgrader's release_feedback names each
-    page by a hash of its secret, and fetch_feedback finds a student's page by the secret
-    their own submit kept: a student who put a classmate's secret into their own submission
-    (attack 19: read from the classmate's nbgrader cache) had their page released under the
-    classmate's name, over the classmate's.
+    """Which other students hold a secret, in their feedback page or in their submission.
+    nbgrader's release_feedback names each page by a hash of its secret, and fetch_feedback
+    finds a student's page by the secret their own submit kept: a student who put a
+    classmate's secret into their own submission (attack 19: read from the classmate's
+    nbgrader cache) had their page released under the classmate's name, over the
+    classmate's. The submissions count as well as the pages: a copier graded before the
+    secret's owner (an earlier run, or earlier in this one) found no page holding it and
+    kept the owner's name, which a release between the two handed to the owner (attack 25).
 
     Read from the course once, then kept as a run writes pages (read afresh for each
     submission recorded, every classmate's file was read each time: a million reads for a
     class of a thousand). A run is the only writer of the course's feedback (the CLI's run
     lock), and every page it writes goes through ``record``, which says what it wrote
-    (``wrote``). A holder found in memory is read again from its file before anything is
-    done about it."""
+    (``wrote``); submissions do not change during a run. A holder found in memory is read
+    again from its file before anything is done about it."""
 
     def __init__(self, course_root: Path, assignment: str):
-        self.folder = Path(course_root) / "feedback"
+        self.pages = Path(course_root) / "feedback"
         self.submitted = Path(course_root) / "submitted"
         self.assignment = assignment
-        self._known: dict[str, bytes] | None = None  # student -> secret, once read
-        # student -> the secret their submission holds (graded or not yet): a copier graded
-        # before its owner, in an earlier run or earlier in this one, took a name that the
-        # owner's fetch_feedback finds, and a release between the two runs handed the
-        # copier's page to the owner (attack 25).
-        self._handed_in: dict[str, bytes] | None = None
+        # folder -> (student -> the secret found there), each read once
+        self._known: dict[Path, dict[str, bytes]] = {}
         # classmates whose page ``record`` renamed -> the note their own line must carry
         self.renamed: dict[str, str] = {}
 
     def others(self, secret: bytes, student: str) -> list[str]:
-        if self._known is None:
-            self._known = {}
-            for folder in self.folder.glob(f"*/{self.assignment}"):
-                found = self._read(folder.parent.name)
-                if found is not None:
-                    self._known[folder.parent.name] = found
-        if self._handed_in is None:
-            self._handed_in = {}
-            for folder in self.submitted.glob(f"*/{self.assignment}"):
-                found = self._read_submitted(folder.parent.name)
-                if found is not None:
-                    self._handed_in[folder.parent.name] = found
         wanted = secret.strip()
-        pages = {
-            other
-            for other, held in self._known.items()
-            if other != student and held == wanted and self._read(other) == wanted
-        }
-        handed_in = {
-            other
-            for other, held in self._handed_in.items()
-            if other != student and held == wanted and self._read_submitted(other) == wanted
-        }
-        return sorted(pages | handed_in)
+        return sorted(
+            {
+                other
+                for root in (self.pages, self.submitted)
+                for other, held in self._holders(root).items()
+                if other != student and held == wanted and self._read(root, other) == wanted
+            }
+        )
 
     def wrote(self, student: str, secret: bytes | None) -> None:
         """``student``'s page now holds ``secret`` (None: no page, or none with a secret)."""
-        if self._known is None:
+        pages = self._known.get(self.pages)
+        if pages is None:
             return  # not read yet: it will read what is there
         if secret is None:
-            self._known.pop(student, None)
+            pages.pop(student, None)
         else:
-            self._known[student] = secret.strip()
+            pages[student] = secret.strip()
 
-    def _read(self, student: str) -> bytes | None:
-        return self._secret_in(self.folder / student / self.assignment)
+    def _holders(self, root: Path) -> dict[str, bytes]:
+        if root not in self._known:
+            found = {}
+            for folder in root.glob(f"*/{self.assignment}"):
+                held = self._read(root, folder.parent.name)
+                if held is not None:
+                    found[folder.parent.name] = held
+            self._known[root] = found
+        return self._known[root]
 
-    def _read_submitted(self, student: str) -> bytes | None:
-        return self._secret_in(self.submitted / student / self.assignment)
-
-    @staticmethod
-    def _secret_in(folder: Path) -> bytes | None:
+    def _read(self, root: Path, student: str) -> bytes | None:
         try:
-            found = safefiles.read_bytes(folder / SECRET_FILE, 4096).strip()
+            found = safefiles.read_bytes(root / student / self.assignment / SECRET_FILE, 4096)
         except (OSError, safefiles.Unsafe):
             return None
+        found = found.strip()
         return found if SECRET.fullmatch(found.decode(errors="replace")) else None
 
 

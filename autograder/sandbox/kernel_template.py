@@ -492,11 +492,12 @@ def _mounts_under(folder: str) -> list[str]:
 
 def _own_namespaces() -> None:
     """In a forked child, before anything of the kernel runs: mount, IPC and network
-    namespaces of its own (no network at all: not even its loopback), with a new tmpfs at /tmp and /dev/shm (the sandbox's sizes) and
-    a new /dev/mqueue. What a kernel leaves in its namespaces, counters included (System
-    V IPC ids, tmpfs inode numbers, network statistics: an eighteenth outside attack read
-    each as a note), goes with it; the next kernel starts in new ones. Bind mounts under
-    /tmp (a course's .venv under /tmp) are carried over into the new /tmp."""
+    namespaces of its own (no network at all: not even its loopback), with a new tmpfs at
+    /tmp and /dev/shm (the sandbox's sizes) and a new /dev/mqueue. What a kernel leaves in
+    its namespaces, counters included (System V IPC ids, tmpfs inode numbers, network
+    statistics: an eighteenth outside attack read each as a note), goes with it; the next
+    kernel starts in new ones. Bind mounts under /tmp (a course's .venv under /tmp) are
+    carried over into the new /tmp."""
     libc = ctypes.CDLL(None, use_errno=True)
 
     def done(result: int, what: str) -> None:
