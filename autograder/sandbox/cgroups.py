@@ -89,8 +89,9 @@ class KernelGroup:
                     self.memory / "memory.memsw.limit_in_bytes", str(memory_bytes), optional=True
                 )  # no swapping out to hide, where swap is counted
                 # v1 counts TCP buffers only once a group has a limit for them, and apart
-                # from its memory (v2 counts them in it): a kernel started without a
-                # template has its sandbox's loopback, where unread buffers held 1.8 GB.
+                # from its memory (v2 counts them in it). A kernel can make no TCP socket
+                # (autograder.sandbox.seccomp); before it could, a kernel started without a
+                # template held 1.8 GB in unread buffers on its sandbox's loopback. A second wall.
                 _write(
                     self.memory / "memory.kmem.tcp.limit_in_bytes", str(TCP_BYTES), optional=True
                 )

@@ -5,7 +5,8 @@ applies the rlimits passed in ``COURSE_GRADE_LIMITS`` (JSON), drops root to
 ``COURSE_GRADE_UID`` when set (RLIMIT_NPROC is not enforced for root; a template first
 starts its pid keeper, ``start_pid_keeper``), enters the second
 bubblewrap named by ``COURSE_GRADE_NEST`` when set (a user namespace that allows no other;
-this module then runs again inside it), fills the working folder from the read-only
+this module then runs again inside it), installs the socket filter
+(``autograder.sandbox.seccomp``: no socket but a Unix one), fills the working folder from the read-only
 staging folder, then hands over to ipykernel (or, for a test kernel's template, to
 ``autograder.sandbox.kernel_template``, which forks one kernel per submission). It imports nothing but the standard
 library before ipykernel: it runs twice for every student's kernel. ``-I`` keeps the working folder off ``sys.path`` until
@@ -211,6 +212,11 @@ def main() -> None:
             *sys.argv[1:],
         ]
         os.execv(nest, argv)
+    dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))
+    if not dirs:  # in the sandbox (the host names the folders only outside it)
+        from autograder.sandbox import seccomp
+
+        seccomp.install()  # before a template's imports, so that every child has it
     kind = os.environ.pop(TEMPLATE_ENV, "")
     more = [name for name in os.environ.pop(PRELOAD_ENV, "").split(",") if name]
     if kind:
@@ -219,7 +225,6 @@ def main() -> None:
         kernel_template.serve(kind, more)
         return
     make_socket_folder(sys.argv)
-    dirs = json.loads(os.environ.pop(DIRS_ENV, "{}"))
     fill_work_dir(dirs.get("staging", STAGING_DIR), dirs.get("work", WORK_DIR))
     # The instructor's pid means nothing in the sandbox's pid namespace; bwrap's
     # --die-with-parent already ends the kernel when the grader goes.

@@ -8,6 +8,7 @@ grading worker does for one submission after another.
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import shutil
@@ -22,6 +23,7 @@ from traitlets.config import Config
 
 from autograder.worker import student_kernels
 from autograder.worker.student_kernels import ForkedKernelManager
+from tests.autograder.socket_probe import REFUSED, TRY_SOCKETS
 
 pytestmark = [
     pytest.mark.slow,
@@ -413,35 +415,21 @@ def test_a_key_in_the_session_keyring_or_a_locked_user_keyring_never_reaches_the
     assert second == ["False []\n"], second
 
 
-def test_a_kernel_has_no_loopback_and_leaves_nothing_in_a_network(tmp_path):
-    """Each kernel has a network namespace of its own, with no network in it, not even
-    its loopback. A TCP connection there left its ports, numbers the kernel chose, in
-    TIME_WAIT for the next kernel to read in /proc/net/tcp (an outside attack sent 3
-    bytes a connection), and unread loopback TCP buffers were memory that cgroup v1 never
-    counted (attack 25: 1.8 GB beside 3 GB counted, graded 30/30). Now no TCP connection
-    and no UDP datagram can be made at all; the next kernel sees no socket either."""
-    plant = (
-        "import socket\n"
-        "def can(action):\n"
-        "    try:\n"
-        "        action()\n"
-        "        return True\n"
-        "    except OSError:\n"
-        "        return False\n"
-        "server = socket.socket()\n"
-        "bound = can(lambda: server.bind(('127.0.0.1', 0)))\n"
-        "server.listen(8) if bound else None\n"
-        "tcp = bound and can(lambda: socket.create_connection(server.getsockname(), timeout=2))\n"
-        "udp = can(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9)))\n"
-        "print(tcp, udp)"
-    )
-    # what no process holds (inode 0): a kernel's own sockets, its debugger's, are its own
+def test_a_kernel_makes_no_socket_but_a_unix_one_and_has_no_loopback(tmp_path):
+    """A kernel's messages go through Unix sockets, whose buffers its control group
+    counts. Netlink buffers cgroup v1 never counts: an outside attack held 6.3 GiB in
+    netlink messages between a kernel's own sockets, beside a 4 GiB limit, and was graded
+    30/30 (attack 26); unread loopback TCP buffers held 1.8 GB (attack 25), and a TCP
+    connection left its ports in TIME_WAIT for the next kernel to read. Now no socket of
+    another family, and no io_uring, can be made; the loopback is down as well; and the
+    next kernel, from the same template, sees no socket left."""
     look = (
         "print([r for r in open('/proc/net/tcp').read().splitlines()[1:] if r.split()[9] == '0'])"
     )
-    first, km = run([plant], staged(tmp_path, "a.txt", "A"))
+    first, km = run([TRY_SOCKETS], staged(tmp_path, "a.txt", "A"))
     assert km.without_template is None, km.without_template
-    assert first == ["False False\n"], first
+    tried = ast.literal_eval(first[0])
+    assert tried == {**REFUSED, "loopback up": 0}, tried
     (kept,) = student_kernels._TEMPLATES.values()
     starts = kept.starts
     second, km = run([look], staged(tmp_path, "b.txt", "B"))
@@ -504,10 +492,9 @@ def test_no_counter_an_earlier_kernel_moved_is_seen_by_the_next(tmp_path):
         "for folder in ('/tmp', '/dev/shm'):\n"
         "    for i in range(50):\n"
         "        open(f'{folder}/n{i}', 'w').close(); os.remove(f'{folder}/n{i}')\n"
-        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
         "for _ in range(42):\n"
-        "    try:  # no route (its loopback is down): the counters of failures move\n"
-        "        s.sendto(b'note', ('127.0.0.1', 9))\n"
+        "    try:  # no UDP socket (the socket filter); before it, failures' counters moved\n"
+        "        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'n', ('127.0.0.1', 9))\n"
         "    except OSError:\n"
         "        pass\n"
         "print('moved')"
