@@ -1,16 +1,21 @@
-"""A kernel makes no socket but a Unix one: a seccomp filter every sandboxed kernel (and
-every kernel template, whose children inherit it) installs before anything of a notebook
-runs. Standard library only: ``kernel_entry`` calls it before ipykernel is imported.
+"""A kernel can pin no kernel memory its control group does not count: a seccomp filter
+every sandboxed kernel (and every kernel template, whose children inherit it) installs
+before anything of a notebook runs. Standard library only: ``kernel_entry`` calls it
+before ipykernel is imported.
 
-Threat: memory the kernel's control group never counts. Under cgroup v1 only TCP socket
-buffers can be charged to a group (``memory.kmem.tcp``); every other family's queued
-buffers are the machine's. An outside attack (26) sent 1 MiB netlink messages
-(``NETLINK_USERSOCK``, no capability needed, no network either) between 458 pairs of a
-kernel's own sockets with raised receive buffers and held 6.3 GiB beside a 4 GiB limit,
-seen by neither the group nor the watchdog, and was graded 30/30. Unix sockets' buffers
-are charged to the group on this kernel (a host check in a 512 MiB group was killed at
-its limit), and a kernel needs them: its ipc transport, multiprocessing, a DataLoader's
-workers. It needs no other family: it has no network (its namespace's loopback is down).
+Threat: memory held in the machine's kernel on a kernel's behalf that its control group
+never counts, nor the watchdog (which counts processes' memory and their tmpfs files).
+Under cgroup v1 only TCP socket buffers can be charged to a group (``memory.kmem.tcp``);
+every other family's queued buffers are the machine's. Outside attacks held 6.3 GiB in
+netlink messages between a kernel's own sockets (26: ``NETLINK_USERSOCK``, no capability
+needed), and 6.0-6.5 GB in perf ring buffers (27: ``perf_event_open``, mapped first by a
+short-lived child whose locked-memory limit paid for them), beside a 4 GiB limit, and were
+graded 30/30. A host survey (attack 27) found Unix socket buffers, pipes, System V message
+queues, epoll and inotify charged to the group on this kernel; a kernel needs Unix sockets
+(its ipc transport, multiprocessing, a DataLoader's workers) and pipes. It needs no other
+socket family (it has no network: its namespace's loopback is down), and none of the
+refused calls below: no lesson or graded exercise uses them (``torch.profiler`` records
+CPU activity without perf events).
 
 Contract:
 - ``socket(2)`` and ``socketpair(2)`` with any family but ``AF_UNIX`` fail with
@@ -18,8 +23,10 @@ Contract:
   socket and falls back keeps working; ``AF_NETLINK`` with ``EOPNOTSUPP``, as under WSL,
   whose missing netlink libzmq tolerates (its ``getifaddrs`` aborts the kernel on any
   other error, and every kernel's ipykernel asks for the loopback's address).
-- ``io_uring_setup(2)`` fails with ``EPERM`` (as where io_uring is disabled): an
-  io_uring's ``IORING_OP_SOCKET`` makes sockets no seccomp filter sees.
+- ``REFUSED`` calls fail with the error the machine's own setting would give where it
+  forbids them: ``perf_event_open`` (``perf_event_paranoid`` 3), ``bpf``, ``userfaultfd``,
+  ``fanotify_init`` (not allowed), ``io_uring_setup`` (io_uring disabled; an io_uring's
+  ``IORING_OP_SOCKET`` makes sockets no seccomp filter sees), ``memfd_secret`` (not built).
 - A system call of another ABI than the machine's own (x32, or 32-bit ``int 0x80`` on
   x86_64), whose numbers the filter does not check, kills the process.
 - ``install`` checks that the filter is in place (a netlink socket is refused) and raises
@@ -38,10 +45,38 @@ import struct
 
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
 _NR, _ARCH, _ARG0 = 0, 4, 16  # args[0]'s low 32 bits (little-endian): the int family
-# The machine's audit arch, and its numbers for socket, socketpair, io_uring_setup.
-_ABIS = {
-    "x86_64": (0xC000003E, 41, 53, 425),
-    "aarch64": (0xC00000B7, 198, 199, 425),
+# Each machine's audit arch and system call numbers (its unistd.h).
+_ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_NUMBERS = {
+    "x86_64": {
+        "socket": 41,
+        "socketpair": 53,
+        "perf_event_open": 298,
+        "fanotify_init": 300,
+        "bpf": 321,
+        "userfaultfd": 323,
+        "io_uring_setup": 425,
+        "memfd_secret": 447,
+    },
+    "aarch64": {
+        "socket": 198,
+        "socketpair": 199,
+        "perf_event_open": 241,
+        "fanotify_init": 262,
+        "bpf": 280,
+        "userfaultfd": 282,
+        "io_uring_setup": 425,
+        "memfd_secret": 447,
+    },
+}
+# Refused outright, each with the error a machine that forbids it gives.
+REFUSED = {
+    "perf_event_open": errno.EACCES,
+    "fanotify_init": errno.EPERM,
+    "bpf": errno.EPERM,
+    "userfaultfd": errno.EPERM,
+    "io_uring_setup": errno.EPERM,
+    "memfd_secret": errno.ENOSYS,
 }
 _X32_BIT = 0x40000000  # x86_64's x32 system calls: the same numbers with this bit set
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
@@ -57,27 +92,33 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
+def numbers(machine: str | None = None) -> dict[str, int]:
+    """The system call numbers the filter checks, for ``machine`` (this one by default)."""
+    machine = machine or platform.machine()
+    if machine not in _NUMBERS:
+        raise OSError(f"no system call filter for a {machine} machine: a kernel cannot run here")
+    return _NUMBERS[machine]
+
+
 def program(machine: str | None = None) -> bytes:
     """The filter's classic BPF, for ``machine`` (``platform.machine()`` by default)."""
     machine = machine or platform.machine()
-    if machine not in _ABIS:
-        raise OSError(f"no socket filter for a {machine} machine: a kernel cannot run here")
-    arch, nr_socket, nr_socketpair, nr_io_uring_setup = _ABIS[machine]
-    ops = [(_LD_W_ABS, _ARCH), (_JEQ_K, arch, 1, 0), (_RET_K, _KILL_PROCESS), (_LD_W_ABS, _NR)]
+    nr = numbers(machine)
+    ops = [(_LD_W_ABS, _ARCH), (_JEQ_K, _ARCHES[machine], 1, 0), (_RET_K, _KILL_PROCESS)]
+    ops.append((_LD_W_ABS, _NR))
     if machine == "x86_64":
         ops += [(_JGE_K, _X32_BIT, 0, 1), (_RET_K, _KILL_PROCESS)]
+    for name, error in REFUSED.items():
+        ops += [(_JEQ_K, nr[name], 0, 1), (_RET_K, _ERRNO | error)]
     ops += [
-        (_JEQ_K, nr_socket, 3, 0),
-        (_JEQ_K, nr_socketpair, 2, 0),
-        (_JEQ_K, nr_io_uring_setup, 7, 0),
-        (_RET_K, _ALLOW),
-        (_LD_W_ABS, _ARG0),  # socket or socketpair: its family
-        (_JEQ_K, socket.AF_UNIX, 0, 1),
-        (_RET_K, _ALLOW),
+        (_JEQ_K, nr["socket"], 1, 0),
+        (_JEQ_K, nr["socketpair"], 0, 5),  # neither: allowed
+        (_LD_W_ABS, _ARG0),  # the family
+        (_JEQ_K, socket.AF_UNIX, 3, 0),
         (_JEQ_K, socket.AF_NETLINK, 0, 1),
         (_RET_K, _ERRNO | errno.EOPNOTSUPP),
         (_RET_K, _ERRNO | errno.EAFNOSUPPORT),
-        (_RET_K, _ERRNO | errno.EPERM),  # io_uring_setup
+        (_RET_K, _ALLOW),
     ]
     return b"".join(_op(*op) for op in ops)
 
@@ -91,10 +132,10 @@ def install() -> None:
         raise OSError(ctypes.get_errno(), "no_new_privs could not be set")
     prog = _Program(len(code) // 8, code)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "the socket filter could not be installed")
+        raise OSError(ctypes.get_errno(), "the system call filter could not be installed")
     try:
         socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2).close()
     except OSError as e:
         if e.errno == errno.EOPNOTSUPP:
             return
-    raise OSError("the socket filter is not in force: a kernel must not run")
+    raise OSError("the system call filter is not in force: a kernel must not run")

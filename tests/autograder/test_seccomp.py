@@ -1,4 +1,4 @@
-"""The socket filter every sandboxed kernel installs (``autograder.sandbox.seccomp``),
+"""The system call filter every sandboxed kernel installs (``autograder.sandbox.seccomp``),
 tried in a process of its own: what it refuses, what it lets through, and that nothing
 a kernel starts escapes it. The kernels' own tries are in test_sandbox.py and
 test_student_kernel_template.py."""
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from autograder.sandbox import seccomp
-from tests.autograder.socket_probe import REFUSED, TRY_SOCKETS
+from tests.autograder.memory_probe import REFUSED, TRY_UNCOUNTED
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "aarch64"), reason="a machine the filter knows"
@@ -33,9 +33,9 @@ def filtered(code: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_filtered_process_and_its_children_make_no_socket_but_a_unix_one():
-    child = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {TRY_SOCKETS!r}])"
-    for code in (TRY_SOCKETS, child):
+def test_a_filtered_process_and_its_children_pin_nothing_uncounted_and_have_unix_sockets():
+    child = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {TRY_UNCOUNTED!r}])"
+    for code in (TRY_UNCOUNTED, child):
         done = filtered(code)
         assert done.returncode == 0, done.stderr
         tried = eval(done.stdout)  # noqa: S307 - our own probe's dict
@@ -54,5 +54,5 @@ def test_a_system_call_of_another_abi_kills_the_process():
 
 
 def test_a_machine_the_filter_does_not_know_runs_no_kernel():
-    with pytest.raises(OSError, match="no socket filter for a riscv64 machine"):
+    with pytest.raises(OSError, match="no system call filter for a riscv64 machine"):
         seccomp.program("riscv64")

@@ -23,7 +23,7 @@ from traitlets.config import Config
 
 from autograder.worker import student_kernels
 from autograder.worker.student_kernels import ForkedKernelManager
-from tests.autograder.socket_probe import REFUSED, TRY_SOCKETS
+from tests.autograder.memory_probe import REFUSED, TRY_UNCOUNTED
 
 pytestmark = [
     pytest.mark.slow,
@@ -415,18 +415,19 @@ def test_a_key_in_the_session_keyring_or_a_locked_user_keyring_never_reaches_the
     assert second == ["False []\n"], second
 
 
-def test_a_kernel_makes_no_socket_but_a_unix_one_and_has_no_loopback(tmp_path):
+def test_a_kernel_pins_no_memory_its_group_does_not_count_and_has_no_loopback(tmp_path):
     """A kernel's messages go through Unix sockets, whose buffers its control group
-    counts. Netlink buffers cgroup v1 never counts: an outside attack held 6.3 GiB in
-    netlink messages between a kernel's own sockets, beside a 4 GiB limit, and was graded
-    30/30 (attack 26); unread loopback TCP buffers held 1.8 GB (attack 25), and a TCP
-    connection left its ports in TIME_WAIT for the next kernel to read. Now no socket of
-    another family, and no io_uring, can be made; the loopback is down as well; and the
-    next kernel, from the same template, sees no socket left."""
+    counts. Netlink buffers and perf ring buffers cgroup v1 never counts: outside attacks
+    held 6.3 GiB in netlink messages between a kernel's own sockets (attack 26) and 6.0-6.5
+    GB in perf ring buffers (attack 27), beside a 4 GiB limit, graded 30/30; unread loopback
+    TCP buffers held 1.8 GB (attack 25), and a TCP connection left its ports in TIME_WAIT
+    for the next kernel to read. Now no socket of another family, and none of the calls
+    that pin such memory, can be made; the loopback is down as well; and the next kernel,
+    from the same template, sees no socket left."""
     look = (
         "print([r for r in open('/proc/net/tcp').read().splitlines()[1:] if r.split()[9] == '0'])"
     )
-    first, km = run([TRY_SOCKETS], staged(tmp_path, "a.txt", "A"))
+    first, km = run([TRY_UNCOUNTED], staged(tmp_path, "a.txt", "A"))
     assert km.without_template is None, km.without_template
     tried = ast.literal_eval(first[0])
     assert tried == {**REFUSED, "loopback up": 0}, tried
