@@ -24,19 +24,27 @@ nested under ``GenerateFeedback`` so nbgrader's other pages keep their own templ
 from __future__ import annotations
 
 import re
+import time
+from html import escape
 from pathlib import Path
 
 import bleach
+import mistune
+import pygments
 from bs4 import BeautifulSoup
-from jinja2 import BytecodeCache
+from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.strings import clean_html
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import Preprocessor
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.token import Token
 from traitlets import List
 
 HIDDEN_NOTE = "# (hidden tests: their code is not shown)"
@@ -204,10 +212,18 @@ class _Memo:
             return make()
         value = self.entries.get(key)
         if value is None:
+            value = make()
+            self.keep(key, value, chars)
+        return value
+
+    def find(self, key):
+        return self.entries.get(key)
+
+    def keep(self, key, value, chars: int) -> None:
+        if chars <= self.MAX_CHARS:
             if len(self.entries) >= self.LIMIT:
                 self.entries.clear()
-            value = self.entries[key] = make()  # returned from here: another thread may clear
-        return value
+            self.entries[key] = value
 
 
 _CLEANED = _Memo()
@@ -318,40 +334,106 @@ class RememberedSanitizeHTML(SanitizeHTML):
         )
 
 
-class RememberedHighlight(Highlight2HTML):
-    """nbconvert's code highlighting, remembered in this process: most code cells of a
-    class (the instructor's, the tests) are the same on every page, and pygments' lexer
-    and formatter were a third of a page's time. The key is everything the result
-    depends on."""
+class HighlightBudget:
+    """Seconds of code highlighting one page may spend (thread CPU time). pygments' lexers
+    take time that grows with the square of some sources (the Python lexer: 3 s for
+    ``"a" + ".a" * 10000``), and far worse in lexers a student could once pick (an
+    outside attack's cell, 4,000 spaces for the systemd lexer, held a grading worker
+    183 s, about 6 hours at 20,000). The course's own pages take about 0.5 s the first
+    time, and nothing once their cells are remembered."""
 
+    SECONDS = 3.0
+
+    def __init__(self, seconds: float = SECONDS) -> None:
+        self.left = seconds
+
+
+def bounded_highlight(source: str, lexer, formatter, budget: HighlightBudget) -> tuple[str, bool]:
+    """``pygments.highlight(source, lexer, formatter)``, but once the page's budget is spent
+    the rest of the source is plain text (still all shown, escaped): (html, whole)."""
+    text = lexer._preprocess_lexer_input(source)  # what get_tokens lexes (its newlines)
+    tokens: list = []
+    end = 0
+    started = time.thread_time()
+    whole = budget.left > 0
+    if whole:
+        for count, (index, kind, value) in enumerate(lexer.get_tokens_unprocessed(text)):
+            tokens.append((kind, value))
+            end = index + len(value)
+            if count % 32 == 31 and time.thread_time() - started > budget.left:
+                whole = end >= len(text)
+                break
+    budget.left -= time.thread_time() - started
+    if end < len(text):
+        tokens.append((Token.Text, text[end:]))
+    return pygments.format(tokens, formatter), whole
+
+
+class BoundedHighlight(Highlight2HTML):
+    """nbconvert's code highlighting with the course's lexer, within the page's budget, and
+    remembered in this process: most code cells of a class (the instructor's, the tests)
+    are the same on every page, and pygments' lexer and formatter were a third of a
+    page's time.
+
+    The notebook's language and a cell's ``magics_language`` are the student's to write,
+    and chose among some 500 lexers: neither is read. Every code cell is highlighted as
+    nbconvert highlights the course's kernels' language (IPython 3); the same page as
+    nbconvert's for every notebook the course's kernels write. A cell cut off by the
+    budget is not remembered."""
+
+    LANGUAGE = "ipython3"
     memo = _Memo()
 
+    def __init__(self, budget: HighlightBudget | None = None, **kw) -> None:
+        super().__init__(**kw)
+        self.budget = budget or HighlightBudget()
+
     def __call__(self, source, language=None, metadata=None):
-        magics = metadata.get("magics_language") if metadata else None
-        if not (
-            isinstance(source, str)
-            and isinstance(magics, (str, type(None)))
-            and isinstance(language, (str, type(None)))
-        ):
-            return super().__call__(source, language, metadata)  # the student's metadata
-        key = (
-            source,
-            language or self.pygments_lexer,
-            magics,
-            repr(sorted(self.extra_formatter_options.items())),
+        source = str(source) or " "  # nbconvert's: pygments needs a character
+        key = (source, repr(sorted(self.extra_formatter_options.items())))
+        found = self.memo.find(key)
+        if found is not None:
+            return found
+        from IPython.lib.lexers import IPython3Lexer
+
+        formatter = HtmlFormatter(
+            cssclass=escape(f" highlight hl-{self.LANGUAGE}"), **self.extra_formatter_options
         )
-        return self.memo.get(
-            key,
-            lambda: super(RememberedHighlight, self).__call__(source, language, metadata),
-            len(source),
-        )
+        html, whole = bounded_highlight(source, IPython3Lexer(), formatter, self.budget)
+        if whole:
+            self.memo.keep(key, html, len(source))
+        return html
+
+
+# Fenced code in markdown is highlighted only for these names of the course's language
+# (as nbconvert does, within the page's budget); any other is shown as plain code.
+FENCE_LANGUAGES = frozenset({"python", "python3", "py", "py3", "ipython", "ipython3"})
+
+
+class BoundedRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, whose fenced code blocks named a lexer of the
+    student's choosing: only the course's language is highlighted, within the budget."""
+
+    def __init__(self, budget: HighlightBudget, **kw) -> None:
+        super().__init__(**kw)
+        self.budget = budget
+
+    def block_code(self, code: str, info: str | None = None) -> str:
+        words = (info or "").strip().split(maxsplit=1)
+        language = words[0] if words else ""
+        if language.startswith("mermaid"):
+            return super().block_code(code, info)  # a diagram's text, not lexed
+        if language.lower() not in FENCE_LANGUAGES:
+            return mistune.HTMLRenderer.block_code(self, code, info)  # escaped, not lexed
+        lexer = get_lexer_by_name(language, **self.lexer_options)
+        return bounded_highlight(code, lexer, HtmlFormatter(), self.budget)[0]
 
 
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter for feedback pages, made cheaper in two ways that leave
     the page as nbconvert would make it:
 
-    - compiled templates, highlighted code (``RememberedHighlight``) and cleaned markup
+    - compiled templates, highlighted code (``BoundedHighlight``) and cleaned markup
       (``remembered_clean_html``) are kept between pages;
     - ``HTMLExporter.from_notebook_node`` parses every page it made with BeautifulSoup, to
       give images without alt text a default one and JupyterLab-template cells a tab
@@ -368,12 +450,25 @@ class FeedbackExporter(HTMLExporter):
         environment.bytecode_cache = self.compiled
         return environment
 
-    def from_notebook_node(self, nb, resources=None, **kw):
-        langinfo = nb.metadata.get("language_info", {})
-        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
-        highlight_code = self.filters.get(
-            "highlight_code", RememberedHighlight(pygments_lexer=lexer, parent=self)
+    @pass_context
+    def markdown2html(self, context, source):
+        """nbconvert's ``HTMLExporter.markdown2html``, with ``BoundedRenderer``."""
+        cell = context.get("cell", {})
+        renderer = BoundedRenderer(
+            self._budget,
+            escape=False,
+            attachments=cell.get("attachments", {}),
+            embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text,
+            exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options,
         )
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        self._budget = HighlightBudget()  # one page's
+        highlight_code = BoundedHighlight(self._budget, parent=self)
         resources = self._init_resources(resources)
         filter_data_type = WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources

@@ -97,11 +97,17 @@ def grade_job(job: Job) -> Result:
     outcome.details = list(job.notes) + outcome.details
     outcome.seconds = round(time.monotonic() - start, 2)
     result.outcome = outcome.as_dict()
-    stamp = job.files.get("timestamp.txt")
-    result.timestamp = stamp.decode(errors="replace").strip() if stamp else None
-    secret = job.files.get("submission_secret.txt")
-    result.secret = secret.decode(errors="replace").strip() if secret else None
+    result.timestamp = nbgrader_text(job.files.get("timestamp.txt"))
+    result.secret = nbgrader_text(job.files.get("submission_secret.txt"))
     return result
+
+
+def nbgrader_text(raw: bytes | None) -> str | None:
+    """A file nbgrader wrote beside a submission, stripped as the coordinator strips the
+    secrets it reads (``SecretHolders``): of ASCII whitespace only. ``str.strip`` took
+    Unicode's too, so a classmate's secret with ``\\x1c`` after it was that secret here and
+    no secret there (attack 28, a04)."""
+    return raw.strip().decode(errors="replace") if raw else None
 
 
 def _scratch() -> Path:

@@ -70,6 +70,8 @@ def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
     from autograder.worker.feedback import FeedbackExporter
 
     nb = nbformat.read(release(UNITS[0]), as_version=4)
+    # A graded notebook's, from its kernel's kernel_info reply (execute.py)
+    nb.metadata.language_info = {"name": "python", "pygments_lexer": "ipython3"}
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="printed\n")]
     if with_image:
         nb.cells[1].outputs.append(nbformat.v4.new_output("display_data", data={"image/png": PNG}))
@@ -82,25 +84,83 @@ def test_the_feedback_exporter_makes_the_page_nbconvert_makes(with_image):
         assert f'alt="{FeedbackExporter.NO_ALT}"' in ours
 
 
-def test_remembered_highlighting_is_nbconverts_for_each_source_language_and_magic():
+def test_highlighting_is_nbconverts_for_the_course_language_the_second_time_too():
     from nbconvert.filters.highlight import Highlight2HTML
 
-    from autograder.worker.feedback import RememberedHighlight
+    from autograder.worker.feedback import BoundedHighlight
 
-    ours, theirs = (
-        RememberedHighlight(pygments_lexer="ipython3"),
-        Highlight2HTML(pygments_lexer="ipython3"),
-    )
-    cases = [
-        ("x = torch.ones(3)", None, None),
-        ("x = torch.ones(3)", "python", None),
-        ("SELECT 1", None, {"magics_language": "sql"}),
-        ("y = 2\n", None, None),
-    ]
+    ours, theirs = BoundedHighlight(), Highlight2HTML(pygments_lexer="ipython3")
+    sources = ["x = torch.ones(3)", "y = 2\n", "", "%timeit f(x)\n!ls\n"]
     for _ in range(2):  # the second time from the memo
-        for source, language, metadata in cases:
-            assert ours(source, language, metadata) == theirs(source, language, metadata)
-    assert ours("SELECT 1", None, {"magics_language": "sql"}) != ours("SELECT 1")
+        for source in sources:
+            assert ours(source) == theirs(source)
+
+
+# A cell of spaces took the systemd lexer time that grows with its cube: 183 s at 4,000
+# (attack 28); and of dotted names, the Python lexer's with its square (3 s at 20,000).
+SLOW_FOR_SYSTEMD = " " * 4000 + "x"
+SLOW_FOR_PYTHON = "a" + ".a" * 10_000
+
+
+def test_a_students_choice_of_lexer_is_never_read():
+    """The notebook's language and a cell's ``magics_language`` are the student's to write:
+    every code cell is highlighted as the course's Python, whatever they say."""
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    from autograder.worker.feedback import BoundedHighlight
+
+    ours, theirs = BoundedHighlight(), Highlight2HTML(pygments_lexer="ipython3")
+    for language, metadata in [("systemd", None), (None, {"magics_language": "systemd"})]:
+        assert ours(SLOW_FOR_SYSTEMD, language, metadata) == theirs(SLOW_FOR_SYSTEMD)
+
+
+def _text(html: str) -> str:
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(html, features="html.parser").get_text()
+
+
+def test_highlighting_past_the_pages_budget_shows_the_rest_as_plain_text():
+    from IPython.lib.lexers import IPython3Lexer
+    from pygments.formatters import HtmlFormatter
+
+    from autograder.worker.feedback import HighlightBudget, bounded_highlight
+
+    budget = HighlightBudget(0.05)
+    html, whole = bounded_highlight(SLOW_FOR_PYTHON, IPython3Lexer(), HtmlFormatter(), budget)
+    assert not whole and budget.left <= 0
+    assert _text(html).strip() == SLOW_FOR_PYTHON  # all of it, escaped
+    later, whole = bounded_highlight("x = 1", IPython3Lexer(), HtmlFormatter(), budget)
+    assert not whole and "x = 1" in later and '<span class="n">' not in later
+    kept, whole = bounded_highlight("x = 1", IPython3Lexer(), HtmlFormatter(), HighlightBudget())
+    assert whole and '<span class="n">x</span>' in kept
+
+
+def test_a_cut_off_cell_is_not_remembered():
+    from autograder.worker.feedback import BoundedHighlight, HighlightBudget
+
+    source = "x = 1  # cut off"
+    plain = BoundedHighlight(HighlightBudget(0))(source)
+    assert '<span class="n">' not in plain
+    assert '<span class="n">x</span>' in BoundedHighlight()(source)
+
+
+def test_fenced_code_is_highlighted_only_in_the_course_language():
+    from nbconvert.exporters import HTMLExporter
+    from traitlets.config import Config
+
+    from autograder.worker.feedback import FeedbackExporter
+
+    markdown = "```python\nx = 1\n```\n\n```systemd\n" + SLOW_FOR_SYSTEMD + "\n```\n"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(markdown)])
+    config = Config({"HTMLExporter": {"template_name": "classic"}})
+    ours, _ = FeedbackExporter(config=config).from_notebook_node(copy.deepcopy(nb))
+    theirs, _ = HTMLExporter(config=config).from_notebook_node(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("```python\nx = 1\n```")])
+    )
+    python = theirs[theirs.index('<div class="highlight">') :].split("</div>")[0]
+    assert python in ours  # the python fence as nbconvert shows it
+    assert '<pre><code class="language-systemd">' + SLOW_FOR_SYSTEMD in ours  # not lexed
 
 
 def test_remembered_sanitizing_is_nbconverts():

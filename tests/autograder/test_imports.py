@@ -1085,6 +1085,20 @@ def test_a_run_reads_each_classmates_secret_once_not_once_per_submission(course,
     )
 
 
+def test_a_secret_with_unicode_whitespace_after_it_is_no_secret_on_either_side():
+    """The worker and ``SecretHolders`` strip nbgrader's files alike: a classmate's secret
+    with ``\\x1c`` after it is not that secret to one and no secret to the other."""
+    from autograder.coordinator import grade
+    from autograder.job import Result
+    from autograder.worker.worker import nbgrader_text
+
+    copied = "c" * 64 + "\x1c"
+    kept = nbgrader_text(b" " + copied.encode() + b"\n")
+    assert kept == copied and not grade.SECRET.fullmatch(kept)
+    files = grade.exchange_files(Result({}, {}, {}, None, kept))
+    assert files["submission_secret.txt"] != b"c" * 64  # a fresh one, as for none at all
+
+
 def test_collect_names_the_students_whose_home_others_may_enter(tmp_path, monkeypatch):
     """Attack 19, a08: nbgrader submit keeps each secret in the student's home; where
     others may enter it, a classmate fetched their page (Debian's useradd made 0755)."""
