@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import re
 import time
+from collections import deque
 from html import escape
 from pathlib import Path
 
 import bleach
+import markupsafe
 import mistune
 import pygments
 from bs4 import BeautifulSoup
 from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.ansi import _ANSI_RE, _get_extended_color, _htmlconverter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.strings import clean_html
@@ -67,20 +70,29 @@ class BoundedMarkup(Preprocessor):
     enabled = True
     MAX_TAGS = 10_000
     MAX_EMPHASIS = 4_000
+    # Markdown makes tags of text with no "<" (a table of pipes, one cell a character, took
+    # 181 s and 4.2 GB of a worker to render and clean: attack 29), and mistune renders
+    # about 130 KB a second of it: a page renders at most this much markdown (the course's
+    # own markdown is under 30,000 characters a notebook); the tags it renders to are
+    # bounded apart (``FeedbackExporter.MAX_RENDERED_TAGS``).
+    MAX_MARKDOWN = 200_000
     MARKUP = ("text/html", "text/markdown", "image/svg+xml")
 
     def preprocess(self, nb, resources):
         self._tags, self._emphasis = self.MAX_TAGS, self.MAX_EMPHASIS
+        self._markdown = self.MAX_MARKDOWN
         return super().preprocess(nb, resources)
 
     def _allows(self, text, markdown: bool) -> bool:
         text = str(text)
         tags = text.count("<")
         emphasis = text.count("*") + text.count("_") if markdown else 0
-        if tags > self._tags or emphasis > self._emphasis:
+        size = len(text) if markdown else 0
+        if tags > self._tags or emphasis > self._emphasis or size > self._markdown:
             return False
         self._tags -= tags
         self._emphasis -= emphasis
+        self._markdown -= size
         return True
 
     def preprocess_cell(self, cell, resources, cell_index):
@@ -429,6 +441,84 @@ class BoundedRenderer(IPythonRenderer):
         return bounded_highlight(code, lexer, HtmlFormatter(), self.budget)[0]
 
 
+def ansi2html(text: str) -> str:
+    """nbconvert's ``ansi2html`` (the same HTML), in time that grows with the text: its own
+    copied the rest of the text after every escape, and popped each code of an escape
+    from the front of a list, so a 2 MB stream of ``\\x1b[m`` held a worker 60 s on one
+    page (attack 29), and one escape of many codes would hold it for hours."""
+    text = str(markupsafe.escape(text))
+    state = {"fg": None, "bg": None, "bold": False, "underline": False, "inverse": False}
+    out: list[str] = []
+    position = 0
+    for match in _ANSI_RE.finditer(text):
+        _chunk(out, text[position : match.start()], state)
+        position = match.end()
+        if match.group(2) == "m":
+            try:  # an empty code is code 0
+                codes = deque(int(n) if n else 0 for n in match.group(1).split(";"))
+            except ValueError:
+                continue  # an invalid color: nbconvert keeps the codes it had (none left)
+            _apply(codes, state)
+    _chunk(out, text[position:], state)
+    return "".join(out)
+
+
+def _chunk(out: list[str], chunk: str, state: dict) -> None:
+    if chunk:
+        fg = state["fg"]
+        start, end = _htmlconverter(
+            fg + 8 if state["bold"] and fg in range(8) else fg,
+            state["bg"],
+            state["bold"],
+            state["underline"],
+            state["inverse"],
+        )
+        out += (start, chunk, end)
+
+
+_SETS = {1: ("bold", True), 4: ("underline", True), 5: ("bold", True), 7: ("inverse", True)}
+_SETS.update({21: ("bold", False), 22: ("bold", False), 24: ("underline", False)})
+_SETS.update({27: ("inverse", False), 39: ("fg", None), 49: ("bg", None)})
+
+
+def _apply(codes: deque, state: dict) -> None:
+    """nbconvert's loop over an escape's codes (``_ansi2anything``), reading from a deque."""
+    while codes:
+        n = codes.popleft()
+        if n == 0:
+            state.update(fg=None, bg=None, bold=False, underline=False, inverse=False)
+        elif n in _SETS:
+            state[_SETS[n][0]] = _SETS[n][1]
+        elif 30 <= n <= 37:
+            state["fg"] = n - 30
+        elif n in (38, 48):
+            try:
+                color = _extended_color(codes)
+            except ValueError:
+                codes.clear()
+                continue
+            state["fg" if n == 38 else "bg"] = color
+        elif 40 <= n <= 47:
+            state["bg"] = n - 40
+        elif 90 <= n <= 97:
+            state["fg"] = n - 90 + 8
+        elif 100 <= n <= 107:
+            state["bg"] = n - 100 + 8
+
+
+def _extended_color(codes: deque):
+    """nbconvert's ``_get_extended_color``, given at most the four codes it reads; a code
+    38 or 48 with none after it is invalid (nbconvert's raised IndexError: no page)."""
+    taken = [codes.popleft() for _ in range(min(4, len(codes)))]
+    if not taken:
+        raise ValueError("no color after 38 or 48")
+    kind = taken[0] if taken else None
+    used = 4 if kind == 2 and len(taken) >= 4 else 2 if kind == 5 and len(taken) >= 2 else 1
+    for n in reversed(taken[used:]):
+        codes.appendleft(n)
+    return _get_extended_color(taken[:used])
+
+
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter for feedback pages, made cheaper in two ways that leave
     the page as nbconvert would make it:
@@ -450,9 +540,26 @@ class FeedbackExporter(HTMLExporter):
         environment.bytecode_cache = self.compiled
         return environment
 
+    # Tags all of a page's markdown may render to (the course's pages: under 400); past it
+    # a cell is a note: the sanitizer's time and memory grow with the tags it parses.
+    MAX_RENDERED_TAGS = 20_000
+    TOO_MUCH_MARKUP = (
+        "<p><em>(This markdown has more markup than the feedback page shows; "
+        "see the notebook.)</em></p>"
+    )
+
     @pass_context
     def markdown2html(self, context, source):
-        """nbconvert's ``HTMLExporter.markdown2html``, with ``BoundedRenderer``."""
+        """nbconvert's ``HTMLExporter.markdown2html``, with ``BoundedRenderer`` and the
+        page's budget of rendered tags."""
+        html = self._render_markdown(context, source)
+        tags = html.count("<")
+        if tags > self._tags_left:
+            return self.TOO_MUCH_MARKUP
+        self._tags_left -= tags
+        return html
+
+    def _render_markdown(self, context, source):
         cell = context.get("cell", {})
         renderer = BoundedRenderer(
             self._budget,
@@ -468,12 +575,14 @@ class FeedbackExporter(HTMLExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         self._budget = HighlightBudget()  # one page's
+        self._tags_left = self.MAX_RENDERED_TAGS
         highlight_code = BoundedHighlight(self._budget, parent=self)
         resources = self._init_resources(resources)
         filter_data_type = WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources
         )
         self.register_filter("highlight_code", highlight_code)
+        self.register_filter("ansi2html", ansi2html)
         self.register_filter("filter_data_type", filter_data_type)
         self.register_filter("clean_html", remembered_clean_html)
         self.register_filter("clean_markdown_html", clean_markdown_html)

@@ -285,3 +285,75 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
         assert body.find(id=taken) is None, taken
     # Markdown's own anchors stay: the heading's id and its anchor link.
     assert heading.find("a", class_="anchor-link") is not None
+
+
+ANSI_CASES = [
+    "plain text & <tags>",
+    "\x1b[31mred\x1b[0m and \x1b[1;32mbold green\x1b[m done",
+    "\x1b[38;5;200mcube\x1b[48;5;240mgrey\x1b[38;2;1;2;3mrgb\x1b[38;2;300;0;0mbad\x1b[39;49mx",
+    "\x1b[38;5mshort\x1b[48mshorter\x1b[38;9;1mwrong\x1b[1;4;7;21;24;27mflags",
+    "\x1b[5;90;101mbright\x1b[22mx\x1b[2Kerased\x1b[99;abcmjunk\x1b[;mempty",
+    "\x1b[1;31mbold red is bright\x1b[0m\n\x1b[",
+]
+
+
+def test_ansi_escapes_become_the_html_nbconvert_makes():
+    import random
+
+    from nbconvert.filters.ansi import ansi2html as theirs
+
+    from autograder.worker.feedback import ansi2html
+
+    parts = ["\x1b[", "m", ";", "1", "2", "5", "38", "48", "31", "0", "a", "<", "\n", "K"]
+    rng = random.Random(29)
+    fuzzed = ["".join(rng.choice(parts) for _ in range(60)) for _ in range(300)]
+    for text in ANSI_CASES + fuzzed:
+        try:
+            expected = theirs(text)
+        except IndexError:  # nbconvert's fails on a 38 or 48 with no code after it
+            assert isinstance(ansi2html(text), str)  # ours shows the page
+            continue
+        assert ansi2html(text) == expected, repr(text)
+    assert ansi2html("\x1b[31mred\x1b[38mstill red") == ansi2html("\x1b[31mred") + (
+        '<span class="ansi-red-fg">still red</span>'
+    )
+
+
+@pytest.mark.timeout(60)
+def test_a_stream_of_many_escapes_or_one_of_many_codes_is_converted_in_one_pass():
+    """nbconvert's took 60 s for attack 29's 330,000 escapes (it copied the rest of the
+    text after each) and grows with the square of one escape's codes; ours is linear: a
+    minute of pytest's timeout is many times what either takes here."""
+    from autograder.worker.feedback import ansi2html
+
+    many = "\x1b[m" * 330_000 + "a" * 990_000
+    assert ansi2html(many) == "a" * 990_000
+    codes = "\x1b[" + "1;" * 300_000 + "31mx"
+    assert ansi2html(codes) == '<span class="ansi-red-intense-fg ansi-bold">x</span>'
+
+
+def test_a_markdown_table_of_pipes_past_the_bound_is_a_note():
+    """A table of pipes renders a tag for each character without a ``<`` in its source
+    (attack 29: 4.7 MB held a worker 181 s and 4.2 GB): past the page's markdown or its
+    rendered tags, a cell is a note; an honest cell beside it is shown."""
+    from traitlets.config import Config
+
+    from autograder.worker.feedback import FeedbackExporter
+
+    def table(rows):
+        return "|a" * 100 + "\n" + "|-" * 100 + "\n" + ("|" * 101 + "\n") * rows
+
+    honest = "An honest *answer*, with a table:\n\n| x | y |\n|---|---|\n| 1 | 2 |\n"
+    big = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell(honest), nbformat.v4.new_markdown_cell(table(2100))]
+    )
+    out = _bounded(big)  # 212,000 characters of markdown: past the page's source bound
+    assert out.cells[0].source == honest and "more markup" in out.cells[1].source
+    small = nbformat.v4.new_notebook(  # within the source bound, past the rendered tags
+        cells=[nbformat.v4.new_markdown_cell(honest), nbformat.v4.new_markdown_cell(table(300))]
+    )
+    assert _bounded(small) == small
+    config = Config({"HTMLExporter": {"template_name": "classic"}})
+    page, _ = FeedbackExporter(config=config).from_notebook_node(copy.deepcopy(small))
+    assert "<td>1</td>" in page and page.count("<td") < FeedbackExporter.MAX_RENDERED_TAGS
+    assert "more markup than the feedback page shows" in page
