@@ -512,7 +512,7 @@ def _extended_color(codes: deque):
     taken = [codes.popleft() for _ in range(min(4, len(codes)))]
     if not taken:
         raise ValueError("no color after 38 or 48")
-    kind = taken[0] if taken else None
+    kind = taken[0]
     used = 4 if kind == 2 and len(taken) >= 4 else 2 if kind == 5 and len(taken) >= 2 else 1
     for n in reversed(taken[used:]):
         codes.appendleft(n)
