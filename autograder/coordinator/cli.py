@@ -480,21 +480,28 @@ def run_grading(args, course: Path, assignment: str, executor, on_result=None) -
 
 def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> None:
     """nbgrader's generate_feedback, with this course's sanitized, hidden-test-free
-    feedback, for every autograded submission: the pages then show manual grades too."""
-    from autograder.worker.worker import _run_nbgrader
+    feedback, for every autograded submission: the pages then show manual grades too.
+    Each page is made within its limits, as in grading (``worker.feedback_in_child``),
+    else a plain page of scores takes its place."""
+    from autograder.sandbox.safefiles import replace_folder
+    from autograder.worker.worker import feedback_failed, feedback_in_child, plain_pages
 
     for outcome in outcomes:
         student = outcome["student_id"]
-        if not (course / "autograded" / student / assignment).is_dir():
+        graded = course / "autograded" / student / assignment
+        if not graded.is_dir():
             continue
         config = grading_config(course)
         config.CourseDirectory.assignment_id = assignment
         config.CourseDirectory.student_id = student
-        ok, log = _run_nbgrader("GenerateFeedback", config)
-        if not ok:
-            print(
-                f"course-grade: {student}: feedback failed: {log.strip()[-300:]}", file=sys.stderr
-            )
+        built = feedback_in_child(config)
+        if built.ok:
+            continue
+        print(f"course-grade: {student}: {feedback_failed(built)}", file=sys.stderr)
+        notebooks = sorted(p.name for p in graded.glob("*.ipynb"))
+        pages = plain_pages(config, student, notebooks, built)
+        if pages:
+            replace_folder(course / "feedback" / student / assignment, pages)
 
 
 if __name__ == "__main__":

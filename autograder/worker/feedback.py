@@ -624,3 +624,32 @@ def configure_feedback(config) -> None:
         str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css"),
     ]
     exporter.sanitize_html = True
+
+
+def warm(config, source: Path) -> float:
+    """Make a page of the instructor's notebook in this process, once, and return its CPU
+    seconds. Pages are made in forked children (``worker.feedback_in_child``) whose caches
+    die with them: this fills the parent's, which every child starts with, with compiled
+    templates and the instructor's cells (markdown, and test cells as feedback shows them).
+    The solutions are cleared first with nbgrader's ``ClearSolutions``, as in a student's
+    copy; nothing of any student's is ever kept here."""
+    import nbformat
+    import nbgrader.converters as converters
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import ClearSolutions, GetGrades
+
+    start = time.process_time()
+    app = converters.GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+    exporter = app.exporter_class(parent=app, config=app.config)
+    for preprocessor in app.preprocessors:
+        if preprocessor is not GetGrades:  # no submission, no grades
+            exporter.register_preprocessor(preprocessor)
+    nb = nbformat.read(source, as_version=nbformat.NO_CONVERT)
+    resources = {"nbgrader": {"notebook": source.stem, "score": 0, "max_score": 0}}
+    resources["nbgrader"]["late_penalty"] = 0
+    nb, resources = ClearSolutions(parent=app).preprocess(nb, resources)
+    for cell in nb.cells:  # what GetGrades gives a page from the gradebook
+        graded = cell.metadata.get("nbgrader", {})
+        graded.update(comment=None, score=0) if graded else None
+    exporter.from_notebook_node(nb, resources)
+    return time.process_time() - start

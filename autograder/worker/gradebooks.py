@@ -38,6 +38,8 @@ import threading
 import types
 from collections import OrderedDict
 
+from autograder.worker import limited_child
+
 KEEP = 8  # engines kept (a process of the test suite grades many courses)
 _ENGINES: OrderedDict = OrderedDict()
 _LOCK = threading.Lock()
@@ -123,3 +125,16 @@ def quiet_autoflush_warnings() -> None:
         category=SAWarning,
         message=r"Object of type <Submitted\w+> not in session, add operation",
     )
+
+
+def _in_forked_child() -> None:
+    """In a child that ``limited_child`` forked: a fresh lock, and pools that forget the
+    connections they hold for the worker (SQLAlchemy's way for a forked process: the child
+    never uses, nor closes, a connection of its parent's)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    for engine in _ENGINES.values():
+        engine.dispose(close=False)
+
+
+limited_child.in_child(_in_forked_child)

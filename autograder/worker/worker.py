@@ -42,8 +42,11 @@ from autograder.sandbox.bubblewrap import Sandbox, gpu_devices, unprivileged
 from autograder.sandbox.manager import die_with_parent
 from autograder.worker import (
     execute,
+    feedback,
     gradebooks,
+    limited_child,
     nbgrader_threads,
+    plain_feedback,
     student_kernels,
     tmpdirs,
     trusted_kernel,
@@ -170,10 +173,8 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
             phases=dict(clock),
         )
     fate, details = fates.decide(events)
-    feedback_ok, feedback_log = _run_nbgrader("GenerateFeedback", config)
+    built = feedback_in_child(config)
     clock.lap("feedback")
-    if not feedback_ok:
-        details.append("feedback failed: " + _tail(feedback_log))
     # Only the notebooks and their feedback pages come back: nbgrader also copies the
     # submission's other files there, and a student's evil.html beside the feedback page
     # would open with the Jupyter server's origin.
@@ -181,7 +182,11 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     graded = safefiles.regular_files(course / "autograded" / job.student / assignment, big, big)[0]
     result.autograded = {n: d for n, d in graded.items() if n.endswith(".ipynb") and "/" not in n}
     folder = course / "feedback" / job.student / assignment
-    pages = safefiles.regular_files(folder, big, big)[0] if folder.is_dir() else {}
+    if built.ok:
+        pages = safefiles.regular_files(folder, big, big)[0] if folder.is_dir() else {}
+    else:
+        details.append(feedback_failed(built))
+        pages = plain_pages(config, job.student, result.autograded, built)
     result.feedback = {
         n: d
         for n, d in pages.items()
@@ -189,6 +194,48 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     }
     score, max_score = _scores(config, assignment, job.student)
     return fates.Outcome(job.student, fate, score, max_score, details, phases=dict(clock))
+
+
+# A feedback page's own limits. An honest page of the course's units takes under 0.3 s of
+# CPU and 100 MB (benchmarks/bench_feedback_child.py); these are a backstop that bounds
+# every slow path of nbgrader, nbconvert and bleach on a student's notebook.
+FEEDBACK_LIMITS = limited_child.Limits(cpu_seconds=10, memory=1 << 30, wall_seconds=30)
+
+
+def feedback_in_child(config) -> limited_child.Ended:
+    """nbgrader's generate_feedback for the config's student, in a child of its own with
+    ``FEEDBACK_LIMITS``: a page that costs more is never made, and costs no more."""
+    return limited_child.run(lambda: _run_nbgrader("GenerateFeedback", config), FEEDBACK_LIMITS)
+
+
+def feedback_failed(built: limited_child.Ended) -> str:
+    """The report's line for a page that was not made."""
+    if built.why == "it failed":
+        return "feedback failed: " + _tail(built.said)
+    return f"feedback: a plain page of scores only, since the full page was stopped: {built.why}"
+
+
+def plain_pages(config, student: str, notebooks, built: limited_child.Ended) -> dict[str, bytes]:
+    """A plain page (``plain_feedback``) for each autograded notebook, in place of a page
+    that was not made; the student reads why, without the grader's log. A notebook the
+    gradebook does not know gets none (the report says the page failed)."""
+    why = built.why if built.why != "it failed" else "the page maker failed"
+    pages = {}
+    for name in notebooks:
+        notebook = name[: -len(".ipynb")]
+        try:
+            page = plain_feedback.page(
+                config.CourseDirectory.db_url,
+                config.CourseDirectory.assignment_id,
+                student,
+                notebook,
+                why,
+            )
+        except Exception:
+            log.exception("no plain feedback page for %s's %s", student, notebook)
+            continue
+        pages[notebook + ".html"] = page.encode()
+    return pages
 
 
 def _prepared(course_files: CourseFiles) -> Path:
@@ -230,7 +277,22 @@ def _prepare(course_files: CourseFiles) -> Path:
         name: data for name, data in course_files.source.items() if not name.endswith(".ipynb")
     }
     safefiles.write_tree(folder / "test-files", files)  # the test kernel's: the source's data
+    _warm_feedback(folder, assignment)
     return folder
+
+
+def _warm_feedback(folder: Path, assignment: str) -> None:
+    """Fill this worker's page caches from the instructor's notebooks (``feedback.warm``),
+    which every page's child then starts with. A course whose page cannot be made this way
+    is graded all the same, its pages made from cold caches."""
+    config = _private(grading_config(folder), folder)
+    config.CourseDirectory.assignment_id = assignment
+    for source in sorted((folder / "source" / assignment).glob("*.ipynb")):
+        try:
+            seconds = feedback.warm(config, source)
+            log.debug("feedback caches warmed from %s in %.2f CPU s", source.name, seconds)
+        except Exception:
+            log.exception("feedback caches not warmed from %s", source.name)
 
 
 def _stamp_gradebook(path: Path, schema: str | None) -> None:

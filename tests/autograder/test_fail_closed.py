@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from autograder.config import grading_config
-from autograder.coordinator import grade, inbox
+from autograder.coordinator import cli, grade, inbox
 from autograder.job import Job
 from autograder.sandbox.manager import kill_tree
 from autograder.worker import trusted_kernel, worker
@@ -155,3 +155,53 @@ def test_an_answer_whose_repr_is_huge_fails_its_tests_and_is_graded(tmp_path):
     outcome = grade_answers_alone(tmp_path, answers)
     assert outcome["fate"] == "graded", outcome["details"]
     assert 0 < outcome["score"] < TOTAL
+
+
+def _spin(*args, **kwargs):
+    while True:
+        pass
+
+
+def _hog(*args, **kwargs):
+    held = []
+    while True:
+        held.append(bytearray(16 << 20))
+
+
+@pytest.mark.parametrize(
+    ("cost", "why"),
+    [(_spin, "more than 1 s of CPU"), (_hog, "more than 300 MB of memory")],
+    ids=["cpu", "memory"],
+)
+def test_a_feedback_page_past_its_limits_is_a_plain_page_of_scores_and_the_grade_stands(
+    course, monkeypatch, cost, why
+):
+    """Every slow path of nbconvert and bleach on a student's notebook is bounded by the
+    child the page is made in (``worker.feedback_in_child``): here making the page
+    itself never ends, or never stops allocating."""
+    from autograder.worker import feedback, limited_child
+
+    grade_ada(course)  # the worker prepares the course (and warms its caches) unpatched
+    monkeypatch.setattr(
+        worker, "FEEDBACK_LIMITS", limited_child.Limits(cpu_seconds=1, memory=300 << 20)
+    )
+    monkeypatch.setattr(feedback.FeedbackExporter, "from_notebook_node", cost)
+    (course / "submitted" / "ada" / ASSIGNMENT / "again.txt").write_text(why)  # a new digest
+    outcome = grade_ada(course)
+    assert outcome["fate"] == "graded" and outcome["score"] == TOTAL, outcome["details"]
+    assert any(
+        d.startswith("feedback: a plain page of scores only") and why in d
+        for d in outcome["details"]
+    ), outcome["details"]
+    page = (course / "feedback" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert why in page and f"<strong>{TOTAL:g} / {TOTAL:g}</strong>" in page
+    assert page.count("<tr>") == 1 + len(gradebook_scores(course))  # a row per graded cell
+    page_path = course / "feedback" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    page_path.unlink()
+    cli.regenerate_feedback(course, ASSIGNMENT, [{"student_id": "ada"}])  # --report-only's
+    assert why in page_path.read_text() and f"{TOTAL:g} / {TOTAL:g}" in page_path.read_text()
+    monkeypatch.undo()
+    page_again = grade_ada(course)
+    assert "a plain page" not in " ".join(page_again["details"])
+    page = (course / "feedback" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "could not be made" not in page and "rendered_html" in page
