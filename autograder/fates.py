@@ -81,7 +81,8 @@ class Event:
     the executor, read by ``decide``. Each kind uses the fields its comment names."""
 
     kind: Kind
-    reason: str = ""  # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what
+    reason: str = ""  # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what;
+    # OUTPUT_TRUNCATED: "outputs" where the count passed its limit, not the bytes
     where: str = ""  # DIED: the cell; TIMEOUT: the test cell or call
     used: float = 0.0  # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
     limit: float = 0.0  # the limit that was passed (MB, count, s, CPUs)
@@ -133,6 +134,8 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
             details.append(
                 f"its {e.where or 'test'} kernel was started without a template: {e.reason}"
             )
+        elif kind is Kind.OUTPUT_TRUNCATED and e.reason == "outputs":
+            details.append(f"outputs past the first {e.limit:,.0f} dropped")
         elif kind is Kind.OUTPUT_TRUNCATED:
             details.append(f"output over {e.limit:g} MB dropped")
     if timeouts:

@@ -68,6 +68,23 @@ def digest(files: dict[str, bytes], refused: list[str]) -> str:
     return h.hexdigest()
 
 
+# Cells a submitted notebook may have. nbgrader's own steps, which run in the grading
+# worker outside every limit of the kernels', cost about 0.2 ms a cell: an outside attack's
+# 107,000 empty cells (under the 5 MB file size) held the worker 22 s a run, and nbformat's
+# check here as long again, on every run.
+MAX_CELLS = 2_000
+
+
+def cells_in(raw: bytes) -> int:
+    """How many cells a notebook's JSON lists, read before nbformat builds and checks them
+    (0 when it is no JSON notebook: nbformat then says what is wrong)."""
+    try:
+        cells = json.loads(raw).get("cells")
+    except (ValueError, AttributeError, RecursionError):
+        return 0
+    return len(cells) if isinstance(cells, list) else 0
+
+
 def problem(
     files: dict[str, bytes], refused: list[str], notebooks: list[str], source_cells: dict[str, dict]
 ) -> tuple[str, str] | None:
@@ -86,6 +103,13 @@ def problem(
             return NO_NOTEBOOK, f"expected {name}{others}"
         if not files[name].strip():
             return INVALID_NOTEBOOK, f"{name} is an empty file"
+        cells = cells_in(files[name])
+        if cells > MAX_CELLS:
+            return INVALID_NOTEBOOK, (
+                f"{name} has {cells:,} cells; the grader reads at most {MAX_CELLS:,} "
+                "(the course's notebooks have under 50): remove the cells that were added "
+                "and submit again"
+            )
         try:
             nb = nbformat.reads(files[name].decode("utf-8"), as_version=4)
             nbformat.validate(nb)

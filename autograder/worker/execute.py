@@ -45,7 +45,7 @@ from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.clients import take
 from autograder.sandbox.messages import WIRE_BYTES
 from autograder.worker import trusted_kernel
-from autograder.worker.outputs import OutputBudget, content_size, error_output
+from autograder.worker.outputs import OUTPUT_KINDS, OutputBudget, content_size, error_output
 from autograder.worker.student_kernels import ForkedKernelManager
 
 INTERRUPT_GRACE = 5  # seconds a student's kernel has to stop after an interrupt
@@ -292,11 +292,18 @@ class TwoKernelExecute(Execute):
     # -- output caps on every path of the student's kernel -------------------------------
     def process_message(self, msg, cell, cell_index):
         kind = msg["msg_type"]
-        if kind != "status" and kind not in ("execute_input",):
-            if not self.budget.allows(content_size(msg["content"])):
-                if kind in ("stream", "display_data", "execute_result", "error"):
-                    self.budget.note(cell.outputs)
+        content = msg["content"] = plain_counts(msg["content"])
+        if kind in PROMPT_ONLY:
+            # Never counted (a dropped "idle" would hold the cell until its timeout), so
+            # cut to what nbclient reads of them: attack 30 sent a status whose
+            # execution_count was 50 MB, which nbclient kept in the cell, once per cell.
+            msg["content"] = {k: content[k] for k in PROMPT_ONLY[kind] if k in content}
+            if kind == "status" and msg["content"].get("execution_state") not in STATES:
                 return None
+        elif not self.budget.allows(content_size(content), output=kind in OUTPUT_KINDS):
+            if kind in OUTPUT_KINDS:
+                self.budget.note(cell.outputs)
+            return None
         return super().process_message(msg, cell, cell_index)
 
     def on_cell_executed(self, **kwargs):
@@ -315,6 +322,25 @@ class TwoKernelExecute(Execute):
         # share it needs to answer the interrupt, and whether it did would be luck.
         getattr(self.km, "kill_strays", lambda: 0)()
         return await super()._async_handle_timeout(timeout, cell)
+
+
+# What nbclient reads of the messages that are never counted against the output budget.
+PROMPT_ONLY = {"status": ("execution_state",), "execute_input": ("execution_count",)}
+STATES = frozenset({"busy", "idle", "starting"})
+MAX_COUNT = 1 << 31
+
+
+def plain_counts(content):
+    """A message's content with an ``execution_count`` nbformat accepts (an int >= 0, or
+    null), else null: nbclient copies it into the cell from any message, and a string
+    there made nbformat refuse the autograded notebook, the student's fate ``error``
+    (the grader's own failure) on every run (attack 30)."""
+    if not isinstance(content, dict) or "execution_count" not in content:
+        return content
+    count = content["execution_count"]
+    if count is None or (type(count) is int and 0 <= count < MAX_COUNT):
+        return content
+    return {**content, "execution_count": None}
 
 
 async def _settled(forking: asyncio.Future):

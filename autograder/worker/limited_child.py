@@ -142,9 +142,11 @@ def _wait(pid: int, reader: int, limits: Limits) -> Ended:
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
         deadline = time.monotonic() + limits.wall_seconds
+        walled = False
         while not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
             if time.monotonic() >= deadline:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                walled = True
                 break
         _, status, usage = os.wait4(pid, 0)
     finally:
@@ -152,16 +154,18 @@ def _wait(pid: int, reader: int, limits: Limits) -> Ended:
     said = _said(reader)
     cpu = usage.ru_utime + usage.ru_stime
     ended = Ended(False, "", said, round(cpu, 2), round(usage.ru_maxrss / 1024, 1))
+    killed = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         ended.ok = True
-    elif os.WIFSIGNALED(status) and cpu >= limits.cpu_seconds:
-        ended.why = f"it took more than {limits.cpu_seconds} s of CPU"
-    elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+    elif walled:
         ended.why = f"it took more than {limits.wall_seconds:g} s"
+    elif killed == signal.SIGXCPU or (killed == signal.SIGKILL and cpu >= limits.cpu_seconds):
+        # (the kernel's sampled CPU time reaches the limit a little before rusage's does)
+        ended.why = f"it took more than {limits.cpu_seconds} s of CPU"
     elif os.WIFEXITED(status) and os.WEXITSTATUS(status) == MEMORY_ERROR:
         ended.why = f"it needed more than {limits.memory >> 20} MB of memory"
-    elif os.WIFSIGNALED(status):
-        ended.why = f"it ended with {signal.Signals(os.WTERMSIG(status)).name}"
+    elif killed is not None:
+        ended.why = f"it ended with {signal.Signals(killed).name}"
     else:
         ended.why = "it failed"
     return ended

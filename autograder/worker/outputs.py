@@ -7,6 +7,11 @@ output is dropped with a note, once per cell. One kind is never dropped: a test 
 error or stderr output, because nbgrader scores a test cell with no error as passed.
 Those are kept, cut to ``VERDICT_CHARS``, so that a flood can neither fill the notebook
 nor turn a failed test into a passed one.
+
+Outputs are counted too, ``MAX_OUTPUTS`` a notebook: each costs nbgrader's own steps, the
+coordinator and the feedback page some 60 microseconds however small it is, and an outside
+attack's 84,000 empty errors (21 bytes each, under the bytes' cap) took nbgrader's steps
+5.5 s in the worker, outside every kernel's limits (attack 30).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from nbformat import NotebookNode
 from autograder.fates import Event, Kind
 
 TRUNCATED_NOTE = "\n[course-grade: output over {mb:g} MB dropped]\n"
+TOO_MANY_NOTE = "\n[course-grade: outputs past the first {n:,} dropped]\n"
+MAX_OUTPUTS = 2_000  # a notebook's (the course's solutions make under 100)
+OUTPUT_KINDS = frozenset({"stream", "display_data", "execute_result", "error"})
 VERDICT_CHARS = 2000
 
 
@@ -61,23 +69,34 @@ def bounded_verdict(output: NotebookNode) -> NotebookNode:
 class OutputBudget:
     """The notebook's output allowance, shared by both kernels' outputs."""
 
-    def __init__(self, limit_bytes: int, events: list):
+    def __init__(self, limit_bytes: int, events: list, max_outputs: int = MAX_OUTPUTS):
         self.limit, self.used, self.events = limit_bytes, 0, events
+        self.max_outputs, self.outputs = max_outputs, 0
         self.noted = False
+        self.text = TRUNCATED_NOTE.format(mb=limit_bytes / 1e6)
 
-    def allows(self, size: int) -> bool:
+    def allows(self, size: int, output: bool = False) -> bool:
+        """Whether a message of ``size`` fits, and, for an output (``output``), whether
+        the notebook may hold one more."""
         self.used += size
-        if self.used <= self.limit:
+        self.outputs += output
+        if self.used <= self.limit and self.outputs <= self.max_outputs:
             return True
         if not self.noted:
             self.noted = True
-            self.events.append(Event(Kind.OUTPUT_TRUNCATED, limit=self.limit / 1e6))
+            if self.used <= self.limit:
+                self.text = TOO_MANY_NOTE.format(n=self.max_outputs)
+                self.events.append(
+                    Event(Kind.OUTPUT_TRUNCATED, reason="outputs", limit=self.max_outputs)
+                )
+            else:
+                self.events.append(Event(Kind.OUTPUT_TRUNCATED, limit=self.limit / 1e6))
         return False
 
     def add(self, outputs: list, output: NotebookNode, size: int) -> None:
         """Keep a test cell's output. An error or stderr output is always kept (bounded):
         dropping it would turn a failed test into a passed one."""
-        if self.allows(size):
+        if self.allows(size, output=True):
             outputs.append(output)
         elif output.get("output_type") == "error" or output.get("name") == "stderr":
             outputs.append(bounded_verdict(output))
@@ -87,6 +106,5 @@ class OutputBudget:
 
     def note(self, outputs: list) -> None:
         """Say once per cell that its output was dropped."""
-        text = TRUNCATED_NOTE.format(mb=self.limit / 1e6)
-        if not any(o.get("text") == text for o in outputs):
-            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
+        if not any(o.get("text") == self.text for o in outputs):
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=self.text))

@@ -38,7 +38,7 @@ def test_work_past_its_cpu_is_ended_by_the_kernel_and_costs_the_worker_nothing()
     ended = limited_child.run(spin, SMALL)
     after = resource.getrusage(resource.RUSAGE_SELF)
     assert not ended.ok and ended.why == "it took more than 1 s of CPU"
-    assert 1 <= ended.cpu_seconds < 2.5
+    assert 0.9 <= ended.cpu_seconds < 2.5  # rusage counts a little less than the limit sees
     assert after.ru_utime - before.ru_utime < 0.5  # the child's seconds, not this process's
 
 
