@@ -483,8 +483,13 @@ def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> 
     feedback, for every autograded submission: the pages then show manual grades too.
     Each page is made within its limits, as in grading (``worker.feedback_in_child``),
     else a plain page of scores takes its place."""
-    from autograder.sandbox.safefiles import replace_folder
-    from autograder.worker.worker import feedback_failed, feedback_in_child, plain_pages
+    from autograder.sandbox.safefiles import regular_files, replace_folder
+    from autograder.worker.worker import (
+        NBGRADER_FILES,
+        feedback_failed,
+        feedback_in_child,
+        plain_pages,
+    )
 
     for outcome in outcomes:
         student = outcome["student_id"]
@@ -501,7 +506,10 @@ def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> 
         notebooks = sorted(p.name for p in graded.glob("*.ipynb"))
         pages = plain_pages(config, student, notebooks, built)
         if pages:
-            replace_folder(course / "feedback" / student / assignment, pages)
+            # release_feedback reads nbgrader's timestamp and secret beside each page, as
+            # grading wrote them into the autograded folder
+            kept = regular_files(graded, 1 << 20, 1 << 20, skip=lambda n: n not in NBGRADER_FILES)
+            replace_folder(course / "feedback" / student / assignment, {**kept[0], **pages})
 
 
 if __name__ == "__main__":

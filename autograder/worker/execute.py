@@ -300,7 +300,7 @@ class TwoKernelExecute(Execute):
             msg["content"] = {k: content[k] for k in PROMPT_ONLY[kind] if k in content}
             if kind == "status" and msg["content"].get("execution_state") not in STATES:
                 return None
-        elif not self.budget.allows(content_size(content), output=kind in OUTPUT_KINDS):
+        elif not self.budget.allows(message_size(msg), output=kind in OUTPUT_KINDS):
             if kind in OUTPUT_KINDS:
                 self.budget.note(cell.outputs)
             return None
@@ -328,6 +328,14 @@ class TwoKernelExecute(Execute):
 PROMPT_ONLY = {"status": ("execution_state",), "execute_input": ("execution_count",)}
 STATES = frozenset({"busy", "idle", "starting"})
 MAX_COUNT = 1 << 31
+
+
+def message_size(msg) -> int:
+    """What a message adds to the notebook's output: its content, and its binary buffers,
+    which nbclient keeps (base64) for a widget until the notebook ends: 40 buffers of 55 MB,
+    each message under the size cap, held 3 GB in the worker (attack 31)."""
+    buffers = msg.get("buffers") or ()
+    return content_size(msg["content"]) + sum(memoryview(b).nbytes for b in buffers)
 
 
 def plain_counts(content):

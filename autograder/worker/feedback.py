@@ -649,7 +649,7 @@ def warm(config, source: Path) -> float:
     resources["nbgrader"]["late_penalty"] = 0
     nb, resources = ClearSolutions(parent=app).preprocess(nb, resources)
     for cell in nb.cells:  # what GetGrades gives a page from the gradebook
-        graded = cell.metadata.get("nbgrader", {})
-        graded.update(comment=None, score=0) if graded else None
+        if cell.metadata.get("nbgrader"):
+            cell.metadata.nbgrader.update(comment=None, score=0)
     exporter.from_notebook_node(nb, resources)
     return time.process_time() - start

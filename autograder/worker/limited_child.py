@@ -62,6 +62,7 @@ class Limits:
 class Ended:
     ok: bool
     why: str = ""  # why not, for a person: "it took more than 10 s of CPU"
+    stopped: bool = False  # a limit ended it (not a failure of the work's own)
     said: str = ""
     cpu_seconds: float = 0.0
     max_rss_mb: float = 0.0
@@ -84,7 +85,6 @@ def fresh_locks(module, *names: str) -> None:
         for name in names:
             setattr(module, name, threading.Lock())
 
-    fresh.__qualname__ = f"fresh_locks({module.__name__})"
     in_child(fresh)
 
 
@@ -153,17 +153,17 @@ def _wait(pid: int, reader: int, limits: Limits) -> Ended:
         os.close(pidfd)
     said = _said(reader)
     cpu = usage.ru_utime + usage.ru_stime
-    ended = Ended(False, "", said, round(cpu, 2), round(usage.ru_maxrss / 1024, 1))
+    ended = Ended(False, "", False, said, round(cpu, 2), round(usage.ru_maxrss / 1024, 1))
     killed = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         ended.ok = True
     elif walled:
-        ended.why = f"it took more than {limits.wall_seconds:g} s"
+        ended.why, ended.stopped = f"it took more than {limits.wall_seconds:g} s", True
     elif killed == signal.SIGXCPU or (killed == signal.SIGKILL and cpu >= limits.cpu_seconds):
         # (the kernel's sampled CPU time reaches the limit a little before rusage's does)
-        ended.why = f"it took more than {limits.cpu_seconds} s of CPU"
+        ended.why, ended.stopped = f"it took more than {limits.cpu_seconds} s of CPU", True
     elif os.WIFEXITED(status) and os.WEXITSTATUS(status) == MEMORY_ERROR:
-        ended.why = f"it needed more than {limits.memory >> 20} MB of memory"
+        ended.why, ended.stopped = f"it needed more than {limits.memory >> 20} MB of memory", True
     elif killed is not None:
         ended.why = f"it ended with {signal.Signals(killed).name}"
     else:

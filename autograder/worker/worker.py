@@ -196,9 +196,9 @@ def _grade(job: Job, scratch: Path, result: Result) -> fates.Outcome:
     return fates.Outcome(job.student, fate, score, max_score, details, phases=dict(clock))
 
 
-# A feedback page's own limits. An honest page of the course's units takes under 0.3 s of
-# CPU and 100 MB (benchmarks/bench_feedback_child.py); these are a backstop that bounds
-# every slow path of nbgrader, nbconvert and bleach on a student's notebook.
+# A feedback page's own limits. An honest page of the course's units takes about 0.1 s of
+# CPU in its child (benchmarks/bench_grading.py, "feedback"); these are a backstop that
+# bounds every slow path of nbgrader, nbconvert and bleach on a student's notebook.
 FEEDBACK_LIMITS = limited_child.Limits(cpu_seconds=10, memory=1 << 30, wall_seconds=30)
 
 
@@ -210,8 +210,8 @@ def feedback_in_child(config) -> limited_child.Ended:
 
 def feedback_failed(built: limited_child.Ended) -> str:
     """The report's line for a page that was not made."""
-    if built.why == "it failed":
-        return "feedback failed: " + _tail(built.said)
+    if not built.stopped:
+        return "feedback failed: " + (_tail(built.said) or built.why)
     return f"feedback: a plain page of scores only, since the full page was stopped: {built.why}"
 
 
@@ -219,7 +219,7 @@ def plain_pages(config, student: str, notebooks, built: limited_child.Ended) -> 
     """A plain page (``plain_feedback``) for each autograded notebook, in place of a page
     that was not made; the student reads why, without the grader's log. A notebook the
     gradebook does not know gets none (the report says the page failed)."""
-    why = built.why if built.why != "it failed" else "the page maker failed"
+    why = built.why if built.stopped else "the page maker failed"
     pages = {}
     for name in notebooks:
         notebook = name[: -len(".ipynb")]

@@ -169,12 +169,16 @@ def _hog(*args, **kwargs):
 
 
 @pytest.mark.parametrize(
-    ("cost", "why"),
-    [(_spin, "more than 1 s of CPU"), (_hog, "more than 300 MB of memory")],
+    ("cost", "limits", "why"),
+    [
+        (_spin, {"cpu_seconds": 1}, "more than 1 s of CPU"),
+        # (the CPU well above what 300 MB of page faults cost, so that memory ends it)
+        (_hog, {"memory": 300 << 20}, "more than 300 MB of memory"),
+    ],
     ids=["cpu", "memory"],
 )
 def test_a_feedback_page_past_its_limits_is_a_plain_page_of_scores_and_the_grade_stands(
-    course, monkeypatch, cost, why
+    course, monkeypatch, cost, limits, why
 ):
     """Every slow path of nbconvert and bleach on a student's notebook is bounded by the
     child the page is made in (``worker.feedback_in_child``): here making the page
@@ -182,9 +186,7 @@ def test_a_feedback_page_past_its_limits_is_a_plain_page_of_scores_and_the_grade
     from autograder.worker import feedback, limited_child
 
     grade_ada(course)  # the worker prepares the course (and warms its caches) unpatched
-    monkeypatch.setattr(
-        worker, "FEEDBACK_LIMITS", limited_child.Limits(cpu_seconds=1, memory=300 << 20)
-    )
+    monkeypatch.setattr(worker, "FEEDBACK_LIMITS", limited_child.Limits(**limits))
     monkeypatch.setattr(feedback.FeedbackExporter, "from_notebook_node", cost)
     (course / "submitted" / "ada" / ASSIGNMENT / "again.txt").write_text(why)  # a new digest
     outcome = grade_ada(course)
@@ -200,6 +202,9 @@ def test_a_feedback_page_past_its_limits_is_a_plain_page_of_scores_and_the_grade
     page_path.unlink()
     cli.regenerate_feedback(course, ASSIGNMENT, [{"student_id": "ada"}])  # --report-only's
     assert why in page_path.read_text() and f"{TOTAL:g} / {TOTAL:g}" in page_path.read_text()
+    for name in worker.NBGRADER_FILES:  # what release_feedback reads beside the page
+        kept = course / "autograded" / "ada" / ASSIGNMENT / name
+        assert (page_path.parent / name).read_bytes() == kept.read_bytes()
     monkeypatch.undo()
     page_again = grade_ada(course)
     assert "a plain page" not in " ".join(page_again["details"])
