@@ -30,3 +30,29 @@ def test_every_value_counts_against_the_output_budget():
     """An empty dict costs the grader a notebook node, like a number does."""
     assert content_size({"data": {"application/json": [{}] * 1000}}) >= 8000
     assert content_size(json.loads("[[], [], []]")) >= 24
+
+
+def test_a_message_reads_as_jupyter_client_reads_it_but_its_dates_stay_strings():
+    """The dates are the kernel's to write and nobody reads them: they are not parsed."""
+    session = messages.BoundedSession(key=b"k")
+    content = {"data": {"text/plain": "2026-12-05T05:14:49.000Z"}, "metadata": {}}
+    msg_list = frames(session, content)
+    ours, theirs = session.deserialize(list(msg_list)), Session(key=b"k").deserialize(msg_list)
+    assert isinstance(ours["header"]["date"], str)
+    assert type(theirs["header"]["date"]) is not str  # jupyter_client's: a datetime
+    theirs["header"]["date"] = ours["header"]["date"]
+    assert {k: ours[k] for k in theirs} == theirs
+    assert ours["content"] == content
+
+
+def test_a_message_with_a_wrong_signature_or_seen_before_is_refused():
+    session = messages.BoundedSession(key=b"k")
+    msg_list = frames(session, {"data": {}, "metadata": {}})
+    forged = [b"0" * len(msg_list[0]), *msg_list[1:]]
+    with pytest.raises(ValueError, match="Invalid Signature"):
+        session.deserialize(forged)
+    session.deserialize(list(msg_list))
+    with pytest.raises(ValueError, match="Duplicate Signature"):
+        session.deserialize(list(msg_list))  # a replay
+    with pytest.raises(ValueError, match="Unsigned"):
+        session.deserialize([b"", *msg_list[1:]])
