@@ -9,8 +9,8 @@ shape (values inside them are ``autograder.bridge.plaindata``'s):
 - The test kernel sends a request as the prompt of a Jupyter ``input_request`` (the
   stdin channel, the protocol's own way for a running cell to ask its client) and reads
   the reply as the answer to it.
-- The grader forwards the text to the student's kernel, where ``autograder.bridge.student_side``
-  answers it, and forwards the reply back. It parses neither: it only bounds their size
+- The grader forwards the text to the student's kernel (a ``REQUEST_MSG`` shell message),
+  where ``autograder.bridge.student_side`` answers it, and forwards the reply back. It parses neither: it only bounds their size
   and the time they take, and answers ``failed`` itself when the student's kernel cannot.
 - Requests carry only what the tests built (arguments); they never carry an expected
   value, and the test's source never leaves the test kernel.
@@ -52,6 +52,22 @@ from collections.abc import Sequence
 PREFIX = "course-grade/1 "
 # Mime type of the student kernel's reply (a display_data output of the bridge call).
 REPLY_MIME = "application/x-course-grade-reply"
+# How the grader hands a request to the student's kernel: a shell message of its own,
+# {"prompt": <the request's text>}, answered by ``student_kernel.BridgeKernel`` (the
+# display above, then a shell message {"status": "ok" | "error"}), never an execute.
+REQUEST_MSG = "course_grade_request"
+REPLY_MSG = "course_grade_reply"
+# The test kernel reads the answers in the same execute request as the test cell that
+# needs them: the request's metadata says {BIND_KEY: {"names": [...], "functions": [...]}}
+# (``tests_kernel.TestsKernel``), and a reply with BIND_FAILED true says that reading them
+# failed and the cell did not run.
+BIND_KEY = "course_grade_bind"
+BIND_FAILED = "course_grade_bind_failed"
+# What makes an ipykernel each of those kernels (the modules are named here so that the
+# sandbox can start one without importing ipykernel itself).
+_PACKAGE = __name__.rpartition(".")[0]
+STUDENT_KERNEL_OPTION = f"--IPKernelApp.kernel_class={_PACKAGE}.student_kernel.BridgeKernel"
+TESTS_KERNEL_OPTION = f"--IPKernelApp.kernel_class={_PACKAGE}.tests_kernel.TestsKernel"
 MAX_MESSAGE_CHARS = 200
 MAX_NODES = 500_000
 

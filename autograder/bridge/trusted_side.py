@@ -2,8 +2,8 @@
 
 The test kernel runs the instructor's cells of the source notebook (set-up, checks and
 every test cell, hidden tests included) and never a line of the student's. Before each
-test cell, ``bind`` gives the notebook's answer names the values the student's kernel
-holds at that moment, fetched by name across the bridge (``autograder.bridge.protocol``) and
+test cell, in that cell's own request (``autograder.bridge.tests_kernel``), ``bind`` gives
+the notebook's answer names the values the student's kernel holds at that moment, fetched by name across the bridge (``autograder.bridge.protocol``) and
 decoded into values of this process (``autograder.bridge.plaindata``). An answer that is a
 function becomes a ``StudentFunction``: calling it sends the arguments, as plain data, to
 the student's kernel, which runs the function there and sends back the result and any

@@ -68,7 +68,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from autograder.bridge import plaindata
+from autograder.bridge import plaindata, protocol
 from autograder.sandbox.kernel_entry import (
     MODULE_NAME,
     PIDS_ENV,
@@ -102,8 +102,15 @@ _COMMON = (
 # kind imports (a student's notebook starts with ``import torch``; the bridge's student
 # side answers every test's call).
 PRELOAD = {
-    "test": _COMMON + (f"{_BRIDGE}.trusted_side",),
-    "student": _COMMON + (f"{_BRIDGE}.student_side",),
+    "test": _COMMON + (f"{_BRIDGE}.trusted_side", f"{_BRIDGE}.tests_kernel"),
+    "student": _COMMON + (f"{_BRIDGE}.student_side", f"{_BRIDGE}.student_kernel"),
+}
+# What each kind's kernel adds to ipykernel's command line: a student's kernel answers the
+# bridge's requests as messages of their own (``autograder.bridge.student_kernel``), a test
+# kernel reads the answers in a test cell's own request (``autograder.bridge.tests_kernel``).
+KERNEL_OPTIONS = {
+    "test": [protocol.TESTS_KERNEL_OPTION],
+    "student": [protocol.STUDENT_KERNEL_OPTION],
 }
 WRITABLE = ("/tmp", "/dev/shm", "/dev/mqueue")  # /dev/mqueue: its POSIX message queues
 _STAGING_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -113,6 +120,7 @@ _BASELINE: set[str] = set()  # what the sandbox put in WRITABLE: its mount point
 # pid -> its fork's number, until the child is reaped (till then no process can take its pid)
 _CHILDREN: dict[int, int] = {}
 _FORKS = [0]  # how many children it has forked
+_KIND = ["test"]  # which kind of kernel it forks
 _BASELINE_STATE: dict[str, tuple[int, frozenset[str]]] = {}  # their modes and xattr names
 CHASE = 400  # looks at the pid namespace before a chain of forks is given up on
 CANNOT_CLEAN = 75  # the template's exit status when an earlier kernel left something
@@ -167,6 +175,7 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         _BASELINE_STATE[path] = _state(path)
     _KEYRINGS[0] = _keyrings_answer()
     _NAMESPACES[0] = _can_give_namespaces()
+    _KIND[0] = kind
     pids = os.environ.pop(PIDS_ENV, "")
     if pids:
         _PIDS.extend(int(fd) for fd in pids.split(","))
@@ -572,7 +581,13 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     from ipykernel import kernelapp
 
     # As nbclient starts every kernel: no history file (a new sqlite database per kernel).
-    sys.argv = ["ipykernel_launcher", "-f", path, "--HistoryManager.hist_file=:memory:"]
+    sys.argv = [
+        "ipykernel_launcher",
+        "-f",
+        path,
+        "--HistoryManager.hist_file=:memory:",
+        *KERNEL_OPTIONS[_KIND[0]],
+    ]
     kernelapp.launch_new_instance()
 
 

@@ -39,7 +39,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Unicode
 
 from autograder import fates
-from autograder.bridge import protocol, student_side, testplan
+from autograder.bridge import protocol, testplan
 from autograder.fates import Event, Kind
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.clients import take
@@ -390,17 +390,14 @@ class StudentBridge:
             return protocol.failed("your functions already used this test's time")
         if self.replies_left < 0:
             return protocol.failed(self._replies_spent())
-        code = (
-            f"__import__({student_side.__name__!r}, fromlist=['_']).serve("
-            f"get_ipython(), {prompt!r})"
-        )
         kc = ex.kc
-        # Silent: no execute_input echo, no execution count, no run-cell hooks; the reply
-        # (a display) and the idle status still come. About 55 asks a submission.
+        # A message of its own, never an execute: no cell to parse, no execution count, no
+        # run-cell hooks (``student_kernel.BridgeKernel``); the reply (a display) and the
+        # idle status come as for a cell. About 55 asks a submission.
+        request = kc.session.msg(protocol.REQUEST_MSG, {"prompt": prompt})
+        msg_id = request["header"]["msg_id"]
         try:
-            msg_id = kc.execute(
-                code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False
-            )
+            kc.shell_channel.send(request)
         except zmq.ZMQError:  # a kernel that ended takes no request: its own end, said
             if not await ex.km.is_alive():
                 ex.student_kernel_stopped("a test's call")

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import psutil
 
+from autograder.bridge import protocol
 from autograder.sandbox.bubblewrap import Sandbox
 from autograder.sandbox.kernel_entry import UNSAFE_TO_FORK
 from autograder.sandbox.kernel_template import CANNOT_CLEAN
@@ -320,6 +321,9 @@ class ForkedKernelManager(SandboxedKernelManager):
     without_template: str | None = None
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
+        # Started as any kernel (no template), it is still the kernel that answers the
+        # bridge's requests; a forked one is made so by its template.
+        kernel_cmd = [*kernel_cmd, protocol.STUDENT_KERNEL_OPTION]
         sandbox = self._sandbox()
         if not self.use_bwrap:  # course-grade --no-sandbox: said for the whole run already
             return await super()._async_launch_kernel(kernel_cmd, **kw)

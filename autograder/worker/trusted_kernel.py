@@ -191,7 +191,8 @@ class TrustedKernel:
         km.template = "test" if template else ""
         km.trusted = True
         try:
-            await km.start_kernel()
+            # (A template's children are made test kernels by the template itself.)
+            await km.start_kernel(extra_arguments=[protocol.TESTS_KERNEL_OPTION])
         except Exception as exc:  # noqa: BLE001
             shutil.rmtree(self.folder, ignore_errors=True)
             if template:
@@ -245,14 +246,13 @@ class Session:
             await self.run_trusted(code, f"the instructor's cell {position + 1}")
             self.done.add(position)
             fetch = True  # an instructor's cell may have bound an answer name itself
-        if fetch or self.plan.tests_rebind:
-            await self.run_trusted(
-                f"__import__({trusted_side.__name__!r}, fromlist=['_']).bind(globals(), "
-                f"{json.dumps(self.plan.answer_names)}, {json.dumps(self.plan.function_names)})",
-                "reading the answers",
-                bridge,
-            )
-        status, outputs = await self.execute(self.plan.tests[grade_id].code, bridge)
+        # The answers are read in the test cell's own request, first (``tests_kernel``).
+        bind = (
+            {"names": self.plan.answer_names, "functions": self.plan.function_names}
+            if fetch or self.plan.tests_rebind
+            else None
+        )
+        status, outputs = await self.execute(self.plan.tests[grade_id].code, bridge, bind=bind)
         return outputs
 
     async def run_trusted(self, code: str, what: str, bridge=None) -> None:
@@ -277,23 +277,30 @@ class Session:
             return []
         return [protocol.message_text(n) for n in noted if type(n) is str]
 
-    async def execute(self, code: str, bridge=None, keep: bool = True, expressions=None):
+    async def execute(self, code: str, bridge=None, keep: bool = True, expressions=None, bind=None):
         """Run one cell; forward its requests to the student's kernel through ``bridge``.
+        ``bind``: the answers to read first, in the same request (``protocol.BIND_KEY``).
 
         The cell's own time (not counting the student's functions, which the bridge
         times) is limited to ``cell_timeout``: past it the test kernel is at fault.
         """
         kc = self.kc
         # Trusted code's outputs are not kept: it runs silent (no input echo, no result).
+        request = kc.session.msg(
+            "execute_request",
+            {
+                "code": code,
+                "silent": not keep,
+                "store_history": False,
+                "user_expressions": expressions or {},
+                "allow_stdin": bridge is not None,
+                "stop_on_error": False,
+            },
+            metadata={protocol.BIND_KEY: bind} if bind is not None else {},
+        )
+        msg_id = request["header"]["msg_id"]
         try:
-            msg_id = kc.execute(
-                code,
-                silent=not keep,
-                store_history=False,
-                user_expressions=expressions or {},
-                allow_stdin=bridge is not None,
-                stop_on_error=False,
-            )
+            kc.shell_channel.send(request)
         except zmq.ZMQError as exc:  # it has ended (attack 19, a10): the grader's to say
             raise self._ended(exc) from None
         outputs: list = []
@@ -354,6 +361,11 @@ class Session:
                     elif kind in OUTPUT_MSGS and keep:
                         self.budget.add(outputs, output_from_msg(msg), content_size(msg["content"]))
         self.last_reply = reply
+        if reply.get(protocol.BIND_FAILED) is True:
+            raise TrustedKernelProblem(
+                "reading the answers failed in the test kernel: "
+                f"{reply.get('ename')}: {reply.get('evalue')}"[:400]
+            )
         status = reply.get("status", "error")
         if not keep and status == "error":
             # Not kept: the notebook never shows them. The error still says what failed.

@@ -8,19 +8,22 @@ import types
 
 import pytest
 import zmq
+from jupyter_client.session import Session
 
 from autograder.fates import Event, Kind
 from autograder.worker import trusted_kernel
 
 
+def _blocked(*args, **kwargs):
+    raise zmq.Again()
+
+
 class Unreachable:
     """A client whose kernel's sockets take nothing (a send would block)."""
 
-    def execute(self, *args, **kwargs):
-        raise zmq.Again()
-
-    def input(self, *args):
-        raise zmq.Again()
+    session = Session()
+    shell_channel = types.SimpleNamespace(send=_blocked)
+    input = staticmethod(_blocked)
 
 
 def session(alive: bool) -> trusted_kernel.Session:

@@ -1,6 +1,6 @@
 """A trace function that jumps over every line that calls check(...)."""
 
-from tests.hostile._common import with_trick
+from tests.hostile._common import HONEST_SCORE, with_trick
 
 WEAKNESS = 2
 STUDENT_ID = "trick-trace-function"
@@ -17,8 +17,10 @@ def _skip_checks(frame, event, arg):
 
 sys.settrace(_skip_checks)
 """)
-# The trace function runs in the student's kernel; the checks do not.
-# The tracer runs in the student's kernel only, where it also breaks the kernel's own
-# answers to the test kernel: every test fails, as for a notebook that answers nothing.
-EXPECTED_SCORE = 0.0
+# The trace function runs in the student's kernel; the checks do not. The bridge's
+# requests reach the kernel as messages of their own, not cells (autograder/bridge/
+# student_kernel.py), and the tracer skips no line of their answers: the answers are
+# graded for what they are, the honest score. (When a request was a cell, the tracer broke
+# IPython's running of it: every test failed, as for a notebook that answers nothing.)
+EXPECTED_SCORE = HONEST_SCORE
 EXPECTED_FATE = "graded"

@@ -1,0 +1,71 @@
+"""The test kernel under ``course-grade``: IPython's kernel, which reads the student's
+answers (``trusted_side.bind``) in the same execute request as the test cell that needs
+them.
+
+Reading them was an execute request of its own before each test cell (15 of a
+submission's 37 in the test kernel), each parsed, compiled and answered as a cell. Now the
+grader puts ``{protocol.BIND_KEY: {"names": [...], "functions": [...]}}`` in a test cell's
+request metadata; this kernel binds the answers first, then runs the cell as IPython would.
+What binding prints (a warning while decoding, say) is dropped, as it was when binding ran
+as a silent cell of its own. If binding raises, the cell does not run, and the reply is an
+error with ``protocol.BIND_FAILED`` true: the grader withholds the points and says why (a
+key no cell's error has; only the grader's own request and this kernel's code decide it).
+
+This process is trusted: it runs the instructor's cells and the grader's code, never a line
+of the student's, and sees the student's answers only as plain data (``trusted_side``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+from ipykernel.ipkernel import IPythonKernel
+
+from autograder.bridge import protocol, trusted_side
+
+
+class TestsKernel(IPythonKernel):
+    __test__ = False  # not a pytest test class
+
+    async def do_execute(
+        self,
+        code,
+        silent,
+        store_history=True,
+        user_expressions=None,
+        allow_stdin=False,
+        *,
+        cell_meta=None,
+        cell_id=None,
+    ):
+        wanted = (cell_meta or {}).get(protocol.BIND_KEY) if isinstance(cell_meta, dict) else None
+        if wanted is not None:
+            self._allow_stdin = allow_stdin  # binding asks through the stdin channel
+            # The kernel's own streams are cut to what the host keeps before they are set
+            # aside (bind would otherwise cut the streams it writes to while they are).
+            trusted_side.bound_output()
+            try:
+                with (
+                    contextlib.redirect_stdout(io.StringIO()),
+                    contextlib.redirect_stderr(io.StringIO()),
+                ):
+                    trusted_side.bind(self.shell.user_ns, wanted["names"], wanted["functions"])
+            except Exception as exc:  # noqa: BLE001 - the grader withholds the points, saying why
+                return {
+                    "status": "error",
+                    "ename": type(exc).__name__,
+                    "evalue": protocol.message_text(exc),
+                    "traceback": [],
+                    "execution_count": self.execution_count,
+                    protocol.BIND_FAILED: True,
+                }
+        return await super().do_execute(
+            code,
+            silent,
+            store_history,
+            user_expressions,
+            allow_stdin,
+            cell_meta=cell_meta,
+            cell_id=cell_id,
+        )

@@ -1,0 +1,123 @@
+"""The two kernels' own messages (real ipykernels, no sandbox): the student's kernel answers
+a bridge request without running a cell, and the test kernel reads the answers in a test
+cell's own request. The runs across sandboxed kernels are in test_pipeline.py and the
+course-grade tests."""
+
+from __future__ import annotations
+
+import queue
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from autograder.bridge import plaindata, protocol
+
+TIMEOUT = 30
+
+
+@pytest.fixture
+def kernel(request):
+    km, kc = start_new_kernel(
+        kernel_name="python3",
+        extra_arguments=["--HistoryManager.hist_file=:memory:", request.param],
+        startup_timeout=60,
+    )
+    try:
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def run(kc, code: str) -> dict:
+    reply = kc.execute_interactive(code, timeout=TIMEOUT, output_hook=lambda msg: None)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return reply["content"]
+
+
+def iopub_until_idle(kc, msg_id: str) -> list[dict]:
+    seen = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return seen
+        seen.append(msg)
+
+
+def shell_reply(kc, msg_id: str) -> dict:
+    while True:
+        msg = kc.get_shell_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+
+
+def ask(kc, prompt) -> tuple[list[dict], dict]:
+    request = kc.session.msg(protocol.REQUEST_MSG, {"prompt": prompt})
+    kc.shell_channel.send(request)
+    msg_id = request["header"]["msg_id"]
+    return iopub_until_idle(kc, msg_id), shell_reply(kc, msg_id)
+
+
+@pytest.mark.parametrize("kernel", [protocol.STUDENT_KERNEL_OPTION], indirect=True)
+def test_the_students_kernel_answers_a_request_without_running_a_cell(kernel):
+    before = run(kernel, "def double(x):\n    print('doubling')\n    return 2 * x\nn = 5")
+    seen, reply = ask(kernel, protocol.call_request("double", [plaindata.encode(21)], []))
+    answers = [m for m in seen if m["msg_type"] == "display_data"]
+    assert len(answers) == 1
+    assert protocol.loads(answers[0]["content"]["data"][protocol.REPLY_MIME])["ok"] == 42
+    # What the function printed came as the request's own output, for the grader to count.
+    assert any(m["msg_type"] == "stream" and "doubling" in m["content"]["text"] for m in seen)
+    assert (reply["msg_type"], reply["content"]["status"]) == (protocol.REPLY_MSG, "ok")
+    # Nothing the notebook can see changed: no execution count, no input in its history.
+    after = run(kernel, "n_inputs = len(In)")
+    assert after["execution_count"] == before["execution_count"] + 1
+    seen, _ = ask(kernel, protocol.describe_request(["n", "n_inputs"]))
+    values = dict(protocol.loads(seen[-1]["content"]["data"][protocol.REPLY_MIME])["values"])
+    assert values == {"n": 5, "n_inputs": after["execution_count"] + 1}
+
+
+@pytest.mark.parametrize("kernel", [protocol.STUDENT_KERNEL_OPTION], indirect=True)
+def test_a_request_that_is_no_text_gets_no_answer_and_an_error_reply(kernel):
+    seen, reply = ask(kernel, 42)
+    assert not [m for m in seen if m["msg_type"] == "display_data"]
+    assert reply["content"]["status"] == "error"
+
+
+def run_test_cell(kc, code: str, bind) -> tuple[list[dict], dict, list[str]]:
+    """Run a test cell whose request reads ``bind`` first; answer the describe it sends."""
+    request = kc.session.msg(
+        "execute_request",
+        {"code": code, "silent": False, "store_history": False, "allow_stdin": True},
+        metadata={protocol.BIND_KEY: bind},
+    )
+    kc.shell_channel.send(request)
+    msg_id, asked = request["header"]["msg_id"], []
+    while True:  # the describe comes on stdin before the cell runs
+        try:
+            prompt = kc.get_stdin_msg(timeout=2)["content"]["prompt"]
+        except queue.Empty:
+            break
+        asked.append(prompt)
+        kc.input(protocol.dumps({"values": [["answer", plaindata.encode(41)]]}))
+    return iopub_until_idle(kc, msg_id), shell_reply(kc, msg_id)["content"], asked
+
+
+@pytest.mark.parametrize("kernel", [protocol.TESTS_KERNEL_OPTION], indirect=True)
+def test_the_test_kernel_reads_the_answers_in_the_test_cells_own_request(kernel):
+    bind = {"names": ["answer"], "functions": []}
+    seen, reply, asked = run_test_cell(kernel, "print(answer + 1)", bind)
+    assert [protocol.request_body(p)["op"] for p in asked] == ["describe"]
+    assert reply["status"] == "ok" and protocol.BIND_FAILED not in reply
+    assert [m["content"]["text"] for m in seen if m["msg_type"] == "stream"] == ["42\n"]
+
+
+@pytest.mark.parametrize("kernel", [protocol.TESTS_KERNEL_OPTION], indirect=True)
+def test_a_test_cell_whose_answers_cannot_be_read_does_not_run(kernel):
+    seen, reply, asked = run_test_cell(kernel, "print('the test ran')", {"names": 3})
+    assert reply["status"] == "error" and reply[protocol.BIND_FAILED] is True
+    assert not [m for m in seen if m["msg_type"] == "stream"]
+    # Without the key, a cell runs as in any kernel, and an error of its own is no such reply.
+    seen, reply, asked = run_test_cell(kernel, "raise ValueError('x')", None)
+    assert reply["status"] == "error" and protocol.BIND_FAILED not in reply and not asked
