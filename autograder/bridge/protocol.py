@@ -47,6 +47,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from autograder import utf8
+
 # What the grader puts in front of a request (the prompt of the input_request), so that
 # an input() a test author forgot can never be mistaken for one.
 PREFIX = "course-grade/1 "
@@ -83,7 +85,9 @@ def dumps(message: dict) -> str:
 
 def loads(text: str) -> dict:
     """A message, refused when it is not an object or holds more than ``MAX_NODES``
-    values in all (decoding that many would cost the test kernel more than a test's time)."""
+    values in all (decoding that many would cost the test kernel more than a test's time).
+    Its strings are ones UTF-8 can carry (``autograder.utf8``): a test quotes them in its
+    failure messages, which must reach the grader."""
     message = json.loads(text, parse_float=_float, parse_int=_int)
     if type(message) is not dict:
         raise ValueError("a bridge message must be a JSON object")
@@ -97,7 +101,7 @@ def loads(text: str) -> dict:
             stack.extend(item.values())
         elif type(item) is list:
             stack.extend(item)
-    return message
+    return utf8.mend(message) if utf8.may_hold_surrogates(text) else message
 
 
 def _bounded(convert, longest: int):

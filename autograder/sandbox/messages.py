@@ -13,6 +13,9 @@ It also leaves a message's dates as the kernel wrote them (strings): jupyter_cli
 every string of a header that looks like a date, twice a message, which was a twentieth of
 a grading worker's CPU time. Nothing of the grader reads a kernel's dates, which are the
 kernel's to choose anyway; nbclient's cell timings then read the grader's own clock.
+
+And every string it parses is one that UTF-8 can carry (``autograder.utf8``): a lone
+surrogate, which a kernel can write as a JSON escape, is U+FFFD before the grader reads it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from hmac import compare_digest
 
 from jupyter_client.adapter import adapt
 from jupyter_client.session import Session
+
+from autograder import utf8
 
 MAX_VALUES = 500_000  # JSON values in one message (the bridge's replies have the same bound)
 WIRE_BYTES = "wire_bytes"  # a parsed message's key: the bytes of its frames
@@ -48,6 +53,8 @@ class BoundedSession(Session):
                 f"a message of about {count:,} values (the grader reads at most {MAX_VALUES:,})"
             )
         msg = self._deserialize(msg_list, content)
+        if any(utf8.may_hold_surrogates(frame) for frame in frames):
+            utf8.mend(msg)
         # What the message weighed on the wire (a character of a string can be 4 bytes, or
         # 12 as an escape): what a bound on bytes received must count.
         msg[WIRE_BYTES] = sum(len(frame) for frame in frames)

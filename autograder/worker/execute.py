@@ -413,14 +413,14 @@ class StudentBridge:
             ex.events.append(
                 Event(Kind.TIMEOUT, where="(a test's call)", limit=round(self.left, 1))
             )
-            await self._stop_student()
+            await self._stop_student(msg_id)
             return protocol.failed("your function did not finish in the test's time")
         except DeadKernelError:
             ex.student_kernel_stopped("a test's call")
             return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
         except RepliesSpent:
             ex.events.append(Event(Kind.TOO_COSTLY, reason=self._replies_spent()))
-            await self._stop_student()  # it may still be sending
+            await self._stop_student(msg_id)  # it may still be sending
             return protocol.failed(self._replies_spent())
         finally:
             self.left -= time.monotonic() - started
@@ -478,12 +478,18 @@ class StudentBridge:
             )
         )
 
-    async def _stop_student(self) -> None:
+    async def _stop_student(self, msg_id: str) -> None:
         ex = self.executor
         try:
             await ex.km.interrupt_kernel()
-            reply = await asyncio.wait_for(ex.kc.get_shell_msg(), timeout=INTERRUPT_GRACE)
-            del reply
+            # Stopped when the call's own reply comes: the shell channel also holds those
+            # of earlier calls, which prove nothing about this one.
+            deadline = time.monotonic() + INTERRUPT_GRACE
+            while True:
+                left = deadline - time.monotonic()
+                reply = await asyncio.wait_for(ex.kc.get_shell_msg(), timeout=max(left, 0.001))
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
         except Exception:  # noqa: BLE001 - it did not stop: it is stopped for good
             await ex.km.shutdown_kernel(now=True)
             ex.student_kernel_stopped(

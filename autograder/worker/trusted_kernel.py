@@ -369,14 +369,12 @@ class Session:
         status = reply.get("status", "error")
         if not keep and status == "error":
             # Not kept: the notebook never shows them. The error still says what failed.
-            return status, [
-                new_output(
-                    "error",
-                    ename=str(reply.get("ename", "")),
-                    evalue=str(reply.get("evalue", "")),
-                    traceback=[],
-                )
-            ]
+            return status, [_reply_error(reply)]
+        if status != "ok" and not any(o.get("output_type") == "error" for o in outputs):
+            # nbgrader passes a test cell that shows no error: a cell that failed must show
+            # one, even where its own error output never came (attack 33: the kernel could
+            # not send it).
+            outputs.append(_reply_error(reply))
         return status, outputs
 
     def _ended(self, exc: Exception) -> TrustedKernelProblem:
@@ -388,6 +386,15 @@ class Session:
 
     async def _interrupt(self) -> None:
         self.kernel.close()  # a kernel that hung is never asked again: it and its template go
+
+
+def _reply_error(reply: dict):
+    return new_output(
+        "error",
+        ename=str(reply.get("ename", "Error"))[:200],
+        evalue=str(reply.get("evalue", "the test cell failed"))[:2000],
+        traceback=[],
+    )
 
 
 def _error_text(outputs) -> str:

@@ -121,3 +121,70 @@ def test_a_test_cell_whose_answers_cannot_be_read_does_not_run(kernel):
     # Without the key, a cell runs as in any kernel, and an error of its own is no such reply.
     seen, reply, asked = run_test_cell(kernel, "raise ValueError('x')", None)
     assert reply["status"] == "error" and protocol.BIND_FAILED not in reply and not asked
+
+
+class Relay:
+    """The grader's end of the bridge, answering every request with ``text``."""
+
+    def __init__(self, text: str):
+        self.text, self.asked = text, []
+
+    async def ask(self, prompt: str) -> str:
+        self.asked.append(prompt)
+        return self.text
+
+
+def test_session(code: str, bridge=None, bind=None) -> tuple[str, list]:
+    """``code`` run as the grader runs a test cell (``trusted_kernel.Session.execute``), in
+    a real test kernel: its status, and the outputs the graded notebook would keep."""
+    import asyncio
+    import types
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    from autograder.worker import outputs, trusted_kernel
+
+    async def main():
+        km = AsyncKernelManager(kernel_name="python3")
+        await km.start_kernel(
+            extra_arguments=["--HistoryManager.hist_file=:memory:", protocol.TESTS_KERNEL_OPTION]
+        )
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=60)
+            kernel = types.SimpleNamespace(alive=lambda: True, km=None)
+            session = trusted_kernel.Session(
+                kernel, kc, None, TIMEOUT, outputs.OutputBudget(10**6, [])
+            )
+            return await session.execute(code, bridge, bind=bind)
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+
+    return asyncio.run(main())
+
+
+test_session.__test__ = False  # a helper, not a test
+
+
+def errors(outputs: list) -> list[str]:
+    return [o["evalue"] for o in outputs if o["output_type"] == "error"]
+
+
+def test_a_test_cell_that_failed_shows_an_error_even_where_the_kernel_could_not_send_it():
+    """A lone surrogate cannot be sent (no UTF-8 carries it): the failed cell's own error
+    output never comes, and nbgrader would pass a cell that shows no error (attack 33)."""
+    status, outputs = test_session("raise ValueError('a lone surrogate: ' + chr(0xD800))")
+    assert status == "error"
+    assert errors(outputs), outputs
+
+
+def test_the_end_of_input_as_a_reply_is_a_failed_answer_not_the_test_kernels_failure():
+    """ipykernel's raw_input raises EOFError for the reply "\\x04" (attack 33): any text
+    the student's kernel sends is its answer, and this one is none."""
+    bridge = Relay("\x04")
+    bind = {"names": ["answer"], "functions": []}
+    status, outputs = test_session("answer", bridge, bind)
+    assert [protocol.request_body(p)["op"] for p in bridge.asked] == ["describe"]
+    assert status == "error" and "answer" in " ".join(errors(outputs))
