@@ -14,6 +14,7 @@ is kept.
 
 from __future__ import annotations
 
+import json
 import re
 
 REPLACEMENT = "\ufffd"
@@ -31,6 +32,15 @@ def may_hold_surrogates(json_text: str | bytes) -> bool:
     if isinstance(json_text, str):
         return _IN_JSON_TEXT.search(json_text) is not None
     return _IN_JSON_BYTES.search(json_text) is not None
+
+
+def carries(value) -> bool:
+    """True when UTF-8 can carry every string of ``value`` (parsed JSON)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def mended_text(text: str) -> str:

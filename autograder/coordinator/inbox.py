@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import utf8
 from autograder.config import file_limits
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
@@ -117,6 +118,12 @@ def problem(
             text = str(exc).strip()
             first_line = text.splitlines()[0] if text else type(exc).__name__
             return INVALID_NOTEBOOK, f"{name} is not a valid notebook: {first_line[:200]}"
+        if utf8.may_hold_surrogates(files[name]) and not utf8.carries(nb):
+            # Jupyter cannot save such a notebook, and no step after this could write it.
+            return INVALID_NOTEBOOK, (
+                f"{name} holds a lone surrogate (a \\ud800-\\udfff escape that is half a "
+                "character), which no UTF-8 file can hold: remove it and submit again"
+            )
         bad = metadata_problem(
             nb, {g: m for g, m in source_cells.items() if m.get("notebook", name) == name}
         )

@@ -1154,3 +1154,21 @@ def test_a_secret_copied_from_a_submission_not_yet_graded_names_neither_page(cou
     assert secret_of("vic") != secret_of("att")
     assert any("also in the submission of att" in d for d in outcome["details"])
     assert "vic" in holders.renamed["att"]  # att's own line is told its page was renamed
+
+
+@pytest.mark.parametrize("text", ["\ud800", "\udfff and more", "a pair \U0001f600 is fine"])
+def test_a_notebook_holding_a_lone_surrogate_is_invalid_and_says_so(course, text):
+    """JSON's \\ud800 escape is half a character, which no UTF-8 file can hold: nbgrader
+    could not write the graded notebook, and the fate was the grader's own `error`. An
+    emoji written as two escapes is one character, and is graded."""
+    import json
+
+    nb = make_submission(RELEASE, SOLUTIONS)
+    nb.cells[-1].source += f"\n# {text}\n"
+    files = {"gpu_tensors.ipynb": json.dumps(nb, ensure_ascii=True).encode()}
+    cells = inbox.source_cells(course, "gpu_tensors")
+    found = inbox.problem(files, [], ["gpu_tensors.ipynb"], cells)
+    if "pair" in text:
+        assert found is None
+    else:
+        assert found[0] == "invalid notebook" and "lone surrogate" in found[1], found
