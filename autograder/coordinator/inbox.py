@@ -13,6 +13,7 @@ import copy
 import functools
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -62,10 +63,12 @@ def read_submission(folder: Path, config) -> tuple[dict[str, bytes], list[str]]:
 def digest(files: dict[str, bytes], refused: list[str]) -> str:
     """A hash of every file's name and bytes: changes exactly when the submission does."""
     h = hashlib.sha256()
+    # A name that is not UTF-8 (b"notes\xff.txt") reads as a lone surrogate: its own bytes
+    # again, never an exception that stops the class (attack 35).
     for name in sorted(files):
-        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+        h.update(os.fsencode(name) + b"\0" + hashlib.sha256(files[name]).digest())
     for line in refused:
-        h.update(b"refused\0" + line.encode())
+        h.update(b"refused\0" + line.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 

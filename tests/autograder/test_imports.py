@@ -1172,3 +1172,11 @@ def test_a_notebook_holding_a_lone_surrogate_is_invalid_and_says_so(course, text
         assert found is None
     else:
         assert found[0] == "invalid notebook" and "lone surrogate" in found[1], found
+
+
+def test_a_file_name_that_is_not_utf8_is_hashed_by_its_bytes():
+    """Python reads b"notes\\xff.txt" as "notes\\udcff.txt": hashing it raised, and
+    course-grade stopped before grading anyone in the class (attack 35)."""
+    odd = {"notes\udcff.txt": b"hello\n", "gpu_tensors.ipynb": b"{}"}
+    plain = {"notes.txt": b"hello\n", "gpu_tensors.ipynb": b"{}"}
+    assert inbox.digest(odd, ["notes\udcff.txt: refused"]) != inbox.digest(plain, [])
