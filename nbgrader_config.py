@@ -44,8 +44,12 @@ c.LockCells.lock_readonly_cells = True
 c.Execute.timeout = 60
 # Stop a runaway cell, then keep grading the rest of the notebook.
 c.Execute.interrupt_on_timeout = True
-# A kernel that never answers counts as an error, not a hang.
-c.Execute.raise_on_iopub_timeout = True
+# A cell whose output has not ended 4 s after its reply (Execute.iopub_timeout) keeps
+# what came and grading goes on. A kernel's output channel drops what passes its queue,
+# the "idle" that ends a cell included, when the grader reads more slowly than the cell
+# writes (a loaded machine); True failed the whole notebook then. A kernel that never
+# replies is still stopped by Execute.timeout.
+c.Execute.raise_on_iopub_timeout = False
 # A deleted test cell is put back and run, so deleting a test never dodges it.
 c.OverwriteCells.add_missing_cells = True
 # Long outputs (a print in a loop) are cut so feedback stays readable and small.

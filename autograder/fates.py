@@ -82,8 +82,9 @@ class Event:
 
     kind: Kind
     reason: str = ""  # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what;
-    # OUTPUT_TRUNCATED: "outputs" where the count passed its limit, not the bytes
-    where: str = ""  # DIED: the cell; TIMEOUT: the test cell or call
+    # OUTPUT_TRUNCATED: "outputs" where the count passed its limit, not the bytes, "lost"
+    # where a cell's output ended without its idle
+    where: str = ""  # DIED, OUTPUT_TRUNCATED "lost": the cell; TIMEOUT: the test cell or call
     used: float = 0.0  # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
     limit: float = 0.0  # the limit that was passed (MB, count, s, CPUs)
     exit_status: int | None = None  # DIED: the kernel's exit status, where it exited
@@ -136,6 +137,8 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
             )
         elif kind is Kind.OUTPUT_TRUNCATED and e.reason == "outputs":
             details.append(f"outputs past the first {e.limit:,.0f} dropped")
+        elif kind is Kind.OUTPUT_TRUNCATED and e.reason == "lost":
+            details.append(f"output lost: the end of {e.where}'s output did not arrive")
         elif kind is Kind.OUTPUT_TRUNCATED:
             details.append(f"output over {e.limit:g} MB dropped")
     if timeouts:

@@ -35,8 +35,9 @@ import zmq
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Any, Integer, Unicode
+from traitlets import Any, Bool, Integer, Unicode
 
 from autograder import fates
 from autograder.bridge import protocol, testplan
@@ -119,11 +120,23 @@ class TwoKernelExecute(Execute):
         "preprocessor, so this is how they reach the job, whatever thread runs it).",
     ).tag(config=True)
 
+    # nbgrader raises here, and the student's kernel was then stopped: every later test
+    # scored 0. But a kernel's output channel (a zmq PUB socket) drops what passes its
+    # queue, the "idle" that ends a cell included, whenever the grader reads more slowly
+    # than the cell writes: on a loaded CI machine, a notebook that graded in full elsewhere
+    # got 0 (0.13.1). What the grade needs of an answer cell came in its reply, so the cell
+    # keeps the output read within ``iopub_timeout`` of the reply, says the rest did not
+    # arrive, and grading goes on.
+    raise_on_iopub_timeout = Bool(
+        False, help="Stop the student's kernel when a cell's output ends without its idle."
+    ).tag(config=True)
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", ForkedKernelManager)
         super().__init__(*args, **kwargs)
         self.events: list[Event] = []
         self.reused_test_kernel = False
+        self._idle = False  # whether the running answer cell's output ended with its idle
 
     def preprocess(self, nb, resources=None, km=None):
         NotebookClient.__init__(self, nb, km)
@@ -214,9 +227,12 @@ class TwoKernelExecute(Execute):
                 cell.outputs = [error_output("KernelDied", f"not run: {self._stopped_by}")]
             return
         where = f"cell {grade_id(cell) or index}"
+        self._idle = False
         try:
             await self.async_execute_cell(cell, index, store_history=True)
             self.answers_changed = True
+            if runs and not self._idle:
+                self._output_lost(cell, index)
             if any(o.get("ename") == "MemoryError" for o in cell.get("outputs", [])):
                 self.events.append(Event(Kind.MEMORY_ERROR))
         except DeadKernelError:
@@ -238,6 +254,15 @@ class TwoKernelExecute(Execute):
             )
             await self.km.shutdown_kernel(now=True)
             cell.outputs = [error_output("KernelStopped", self._stopped_by)]
+
+    def _output_lost(self, cell, index: int) -> None:
+        where = grade_id(cell) or f"cell {index}"
+        self.events.append(Event(Kind.OUTPUT_TRUNCATED, reason="lost", where=where))
+        cell.outputs.append(
+            NotebookNode(
+                output_type="stream", name="stdout", text=LOST_NOTE.format(self.iopub_timeout)
+            )
+        )
 
     async def _run_test(self, session, bridge, cell) -> None:
         if self._stopped_by:
@@ -298,8 +323,10 @@ class TwoKernelExecute(Execute):
             # cut to what nbclient reads of them: attack 30 sent a status whose
             # execution_count was 50 MB, which nbclient kept in the cell, once per cell.
             msg["content"] = {k: content[k] for k in PROMPT_ONLY[kind] if k in content}
-            if kind == "status" and msg["content"].get("execution_state") not in STATES:
+            state = msg["content"].get("execution_state")
+            if kind == "status" and state not in STATES:
                 return None
+            self._idle = self._idle or (kind == "status" and state == "idle")
         elif not self.budget.allows(message_size(msg), output=kind in OUTPUT_KINDS):
             if kind in OUTPUT_KINDS:
                 self.budget.note(cell.outputs)
@@ -324,6 +351,11 @@ class TwoKernelExecute(Execute):
         return await super()._async_handle_timeout(timeout, cell)
 
 
+LOST_NOTE = (
+    "\n[course-grade: the rest of this cell's output did not arrive within {:g} s of its "
+    "reply (a kernel's output channel drops messages when the grader reads more slowly "
+    "than the cell writes)]\n"
+)
 # What nbclient reads of the messages that are never counted against the output budget.
 PROMPT_ONLY = {"status": ("execution_state",), "execute_input": ("execution_count",)}
 STATES = frozenset({"busy", "idle", "starting"})
