@@ -86,7 +86,7 @@ class Case:
     expected_score: float | None
     expected_fate: str
     nb: object = None  # NotebookNode, or None for broken or placed inputs
-    expected_detail: str | None = None
+    expected_detail: str | list[str] | None = None  # words of one detail, or them all
     route: str = "folder"  # folder | zip | exchange | placed
     weakness: int = 0  # the issue-8 weakness a trick attacks (0: not a trick)
 

@@ -28,7 +28,7 @@ from jupyter_client.session import Session
 from autograder import utf8
 
 MAX_VALUES = 500_000  # JSON values in one message (the bridge's replies have the same bound)
-WIRE_BYTES = "wire_bytes"  # a parsed message's key: the bytes of its frames
+WIRE_BYTES = "wire_bytes"  # a parsed message's key: what its frames weigh (see below)
 
 
 class TooManyValues(ValueError):
@@ -55,9 +55,12 @@ class BoundedSession(Session):
         msg = self._deserialize(msg_list, content)
         if any(utf8.may_hold_surrogates(frame) for frame in frames):
             utf8.mend(msg)
-        # What the message weighed on the wire (a character of a string can be 4 bytes, or
-        # 12 as an escape): what a bound on bytes received must count.
-        msg[WIRE_BYTES] = sum(len(frame) for frame in frames)
+        # What a bound on bytes received must count: the bytes on the wire (a character of
+        # a string can be 4, or 12 as an escape), and three for each byte of a frame that
+        # is not ASCII: passed on to the test kernel as JSON, a character of 2 to 4 bytes
+        # is an escape of 6 or 12, and a byte that is not UTF-8 is U+FFFD, 3 bytes (raw
+        # 0xFF bytes weighed a third of what they cost the grader: attack 35).
+        msg[WIRE_BYTES] = sum(len(f) if f.isascii() else 3 * len(f) for f in frames)
         return msg
 
     def _deserialize(self, msg_list, content: bool) -> dict:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import time
 from pathlib import Path
 from queue import Empty
@@ -445,14 +446,14 @@ class StudentBridge:
             ex.events.append(
                 Event(Kind.TIMEOUT, where="(a test's call)", limit=round(self.left, 1))
             )
-            await self._stop_student(msg_id)
+            await self._stop_student()
             return protocol.failed("your function did not finish in the test's time")
         except DeadKernelError:
             ex.student_kernel_stopped("a test's call")
             return protocol.failed(f"your kernel stopped ({ex._stopped_by})")
         except RepliesSpent:
             ex.events.append(Event(Kind.TOO_COSTLY, reason=self._replies_spent()))
-            await self._stop_student(msg_id)  # it may still be sending
+            await self._stop_student()  # it may still be sending
             return protocol.failed(self._replies_spent())
         finally:
             self.left -= time.monotonic() - started
@@ -510,17 +511,24 @@ class StudentBridge:
             )
         )
 
-    async def _stop_student(self, msg_id: str) -> None:
+    async def _stop_student(self) -> None:
         ex = self.executor
         try:
             await ex.km.interrupt_kernel()
-            # Stopped when the call's own reply comes: the shell channel also holds those
-            # of earlier calls, which prove nothing about this one.
+            # Stopped when the kernel answers a request sent after the interrupt: its main
+            # thread takes it only once the call is over. Its id is new and random, so no
+            # reply sent ahead of time stands for it: a function that ignored the interrupt
+            # had sent its own call's reply first (ids are predictable), and went on
+            # (attack 35). A kernel that hooks its own receiving thread can still answer
+            # anything; it then costs only its own time, which its wall-time limit bounds.
+            proof = ex.kc.session.msg("kernel_info_request", {})
+            proof["header"]["msg_id"] = proof["msg_id"] = secrets.token_hex(16)
+            ex.kc.shell_channel.send(proof)
             deadline = time.monotonic() + INTERRUPT_GRACE
             while True:
                 left = deadline - time.monotonic()
                 reply = await asyncio.wait_for(ex.kc.get_shell_msg(), timeout=max(left, 0.001))
-                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                if reply.get("parent_header", {}).get("msg_id") == proof["msg_id"]:
                     break
         except Exception:  # noqa: BLE001 - it did not stop: it is stopped for good
             await ex.km.shutdown_kernel(now=True)

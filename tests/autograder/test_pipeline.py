@@ -174,8 +174,11 @@ def test_every_score_and_fate(graded):
                     got["details"],
                 )
             )
-        if case.expected_detail and not any(case.expected_detail in d for d in got["details"]):
-            wrong.append((case.student, "detail", case.expected_detail, got["details"]))
+        want = case.expected_detail
+        if isinstance(want, list) and got["details"] != want:
+            wrong.append((case.student, "details", want, got["details"]))
+        elif isinstance(want, str) and not any(want in d for d in got["details"]):
+            wrong.append((case.student, "detail", want, got["details"]))
     assert not wrong
 
 

@@ -551,3 +551,18 @@ def test_a_message_says_what_it_weighed_on_the_wire():
     msg = session.deserialize(frames)
     assert msg["content"]["data"]["x"] == text
     assert msg[WIRE_BYTES] >= 4 * len(text) > 0
+
+
+def test_a_message_of_bytes_that_are_not_utf8_weighs_what_the_grader_passes_on():
+    """Each byte that is not UTF-8 is read as U+FFFD, 3 bytes when passed on to the test
+    kernel: it weighs 3 (attack 35: raw 0xFF bytes weighed a third of their cost)."""
+    from autograder.sandbox.messages import WIRE_BYTES, BoundedSession
+
+    session = BoundedSession(key=b"k")
+    frames = session.serialize(session.msg("display_data", {"data": {"x": "a"}}))
+    _, frames = session.feed_identities(frames)
+    frames[4] = b'{"data": {"x": "' + b"\xff" * 1000 + b'"}}'
+    frames[0] = session.sign(frames[1:5])
+    msg = session.deserialize(frames)
+    assert msg["content"]["data"]["x"] == "\ufffd" * 1000
+    assert msg[WIRE_BYTES] >= 3 * 1000

@@ -6,7 +6,7 @@ attacks on the trusted side in the later units, see ``TRUSTED_SIDE``) and either
 
 - is a notebook: ``STUDENT_ID``, ``ANSWERS`` (answer cell -> code) or ``transform(nb)``,
   ``EXPECTED_SCORE``, ``EXPECTED_FATE`` and, optionally, ``EXPECTED_DETAIL`` (words the
-  report's details must hold); or
+  report's details must hold, or a list: the details, all of them, in order); or
 - places files itself: ``place(inbox)`` (an LMS zip entry, an inbox folder entry, an
   nbgrader exchange folder; see ``tests.class_fixture.Inbox``) and ``EXPECTED``
   (student -> (score, fate)).
