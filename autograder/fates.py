@@ -83,7 +83,7 @@ class Event:
     kind: Kind
     reason: str = ""  # NEEDS_REVIEW, DIED, FLOOD: why, in words; TOO_COSTLY: what;
     # OUTPUT_TRUNCATED: "outputs" where the count passed its limit, not the bytes, "lost"
-    # where a cell's output ended without its idle
+    # where a cell's output ended without its idle, "display updates" past their rewrites
     where: str = ""  # DIED, OUTPUT_TRUNCATED "lost": the cell; TIMEOUT: the test cell or call
     used: float = 0.0  # MEMORY: MB; PROCESSES: processes and threads; CPU_SHARE: CPUs
     limit: float = 0.0  # the limit that was passed (MB, count, s, CPUs)
@@ -137,6 +137,8 @@ def decide(events: list[Event]) -> tuple[str, list[str]]:
             )
         elif kind is Kind.OUTPUT_TRUNCATED and e.reason == "outputs":
             details.append(f"outputs past the first {e.limit:,.0f} dropped")
+        elif kind is Kind.OUTPUT_TRUNCATED and e.reason == "display updates":
+            details.append(f"display updates past {e.limit:,.0f} outputs rewritten dropped")
         elif kind is Kind.OUTPUT_TRUNCATED and e.reason == "lost":
             details.append(f"output lost: the end of {e.where}'s output did not arrive")
         elif kind is Kind.OUTPUT_TRUNCATED:

@@ -41,6 +41,10 @@ def values_in(frame) -> int:
     return data.count(b",") + data.count(b"[") + data.count(b"{")
 
 
+class NotAMessage(ValueError):
+    """Signed frames that are not a Jupyter message: a part is not a JSON object."""
+
+
 class BoundedSession(Session):
     """jupyter_client's Session, refusing messages of more than ``MAX_VALUES`` values."""
 
@@ -84,13 +88,23 @@ class BoundedSession(Session):
         buffers = [memoryview(b) for b in msg_list[minlen:]]
         if buffers and buffers[0].shape is None:  # as jupyter_client: pyzmq #646
             buffers = [memoryview(bytes(b.bytes)) for b in msg_list[minlen:]]
+        parts = [header, self.unpack(head[2]), self.unpack(head[3])]
+        if content:
+            parts.append(self.unpack(head[4]))
+        # A kernel holds its key and can sign any JSON: a header, parent header, metadata
+        # or content that is no object is no message (attack 36: a parent header "x" made
+        # the grader's own ``.get`` raise, and the submission's fate was the grader's error).
+        if not all(type(part) is dict for part in parts) or not all(
+            type(header.get(key)) is str for key in ("msg_id", "msg_type")
+        ):
+            raise NotAMessage("signed frames that are not a Jupyter message")
         message = {
             "header": header,
             "msg_id": header["msg_id"],
             "msg_type": header["msg_type"],
-            "parent_header": self.unpack(head[2]),
-            "metadata": self.unpack(head[3]),
-            "content": self.unpack(head[4]) if content else head[4],
+            "parent_header": parts[1],
+            "metadata": parts[2],
+            "content": parts[3] if content else head[4],
             "buffers": buffers,
         }
         return adapt(message)

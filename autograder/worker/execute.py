@@ -332,7 +332,17 @@ class TwoKernelExecute(Execute):
             if kind in OUTPUT_KINDS:
                 self.budget.note(cell.outputs)
             return None
+        elif kind in DISPLAY_KINDS and not self.budget.allows_rewrites(
+            cell.outputs, self._rewrites(content)
+        ):
+            return None
         return super().process_message(msg, cell, cell_index)
+
+    def _rewrites(self, content: dict) -> int:
+        """How many outputs nbclient rewrites for this message's display id."""
+        transient = content.get("transient")
+        shown = self._display_id_map.get(transient.get("display_id")) if transient else None
+        return sum(len(indices) for indices in shown.values()) if shown else 0
 
     def on_cell_executed(self, **kwargs):
         reply = kwargs["execute_reply"]["content"]
@@ -359,6 +369,7 @@ LOST_NOTE = (
 )
 # What nbclient reads of the messages that are never counted against the output budget.
 PROMPT_ONLY = {"status": ("execution_state",), "execute_input": ("execution_count",)}
+DISPLAY_KINDS = frozenset({"display_data", "update_display_data", "execute_result"})
 STATES = frozenset({"busy", "idle", "starting"})
 MAX_COUNT = 1 << 31
 

@@ -12,6 +12,11 @@ Outputs are counted too, ``MAX_OUTPUTS`` a notebook: each costs nbgrader's own s
 coordinator and the feedback page some 60 microseconds however small it is, and an outside
 attack's 84,000 empty errors (21 bytes each, under the bytes' cap) took nbgrader's steps
 5.5 s in the worker, outside every kernel's limits (attack 30).
+
+A display or display update with a ``display_id`` makes nbclient rewrite every output
+shown under that id: those rewrites are counted, ``MAX_REWRITES`` a notebook, and past
+them such messages are dropped (attack 36: 2,000 displays under one id, then 48,000
+updates, took a grading worker 30 CPU s for 10 of the kernel's).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from autograder.fates import Event, Kind
 TRUNCATED_NOTE = "\n[course-grade: output over {mb:g} MB dropped]\n"
 TOO_MANY_NOTE = "\n[course-grade: outputs past the first {n:,} dropped]\n"
 MAX_OUTPUTS = 2_000  # a notebook's (the course's solutions make under 100)
+MAX_REWRITES = 100_000  # outputs rewritten for display ids (a progress display: one a time)
+REWRITES_NOTE = "\n[course-grade: display updates past {n:,} outputs rewritten dropped]\n"
 OUTPUT_KINDS = frozenset({"stream", "display_data", "execute_result", "error"})
 VERDICT_CHARS = 2000
 
@@ -73,6 +80,7 @@ class OutputBudget:
         self.limit, self.used, self.events = limit_bytes, 0, events
         self.max_outputs, self.outputs = max_outputs, 0
         self.noted = False
+        self.rewrites, self.rewrites_noted = 0, False
         self.text = TRUNCATED_NOTE.format(mb=limit_bytes / 1e6)
 
     def allows(self, size: int, output: bool = False) -> bool:
@@ -91,6 +99,22 @@ class OutputBudget:
                 )
             else:
                 self.events.append(Event(Kind.OUTPUT_TRUNCATED, limit=self.limit / 1e6))
+        return False
+
+    def allows_rewrites(self, outputs: list, count: int) -> bool:
+        """Whether nbclient may rewrite ``count`` more outputs for a display id; if not, the
+        cell's ``outputs`` say so, once."""
+        self.rewrites += count
+        if self.rewrites <= MAX_REWRITES:
+            return True
+        text = REWRITES_NOTE.format(n=MAX_REWRITES)
+        if not self.rewrites_noted:
+            self.rewrites_noted = True
+            self.events.append(
+                Event(Kind.OUTPUT_TRUNCATED, reason="display updates", limit=MAX_REWRITES)
+            )
+        if not any(o.get("text") == text for o in outputs):
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
         return False
 
     def add(self, outputs: list, output: NotebookNode, size: int) -> None:

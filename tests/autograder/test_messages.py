@@ -56,3 +56,24 @@ def test_a_message_with_a_wrong_signature_or_seen_before_is_refused():
         session.deserialize(list(msg_list))  # a replay
     with pytest.raises(ValueError, match="Unsigned"):
         session.deserialize([b"", *msg_list[1:]])
+
+
+@pytest.mark.parametrize(
+    "part, value",
+    [
+        (1, "{}"),  # header: no msg_id, no msg_type
+        (1, '{"msg_id": 5, "msg_type": "status"}'),
+        (2, '"x"'),  # parent header (attack 36: the grader's own .get raised)
+        (3, "[]"),  # metadata
+        (4, "null"),  # content
+    ],
+)
+def test_signed_frames_that_are_not_a_jupyter_message_are_refused(part, value):
+    """A kernel holds its key, so it can sign any JSON: a part that is not a JSON object
+    is refused where the message is parsed, before anything reads it."""
+    session = messages.BoundedSession(key=b"k")
+    msg_list = frames(session, {"data": {}, "metadata": {}})
+    msg_list[part] = value.encode()
+    msg_list[0] = session.sign(msg_list[1:5])
+    with pytest.raises(messages.NotAMessage):
+        session.deserialize(msg_list)

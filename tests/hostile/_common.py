@@ -54,6 +54,21 @@ def unit_tricks(unit: str) -> list:
     return [m for m in hostile_modules(unit)]
 
 
+# Trick code that makes its kernel's output socket wait when its queue is full instead of
+# dropping (zmq's XPUB_NODROP, set on the IOPub thread, which owns the socket): a flood
+# then reaches the grader in full however slowly a loaded machine reads it.
+WAIT_WHEN_FULL = """
+import threading as _threading, zmq as _zmq
+_iopub, _set = get_ipython().kernel.iopub_thread, _threading.Event()
+def _wait_when_full():
+    _iopub.socket.setsockopt(_zmq.XPUB_NODROP, 1)
+    _set.set()
+_iopub.io_loop.add_callback(_wait_when_full)
+_set.wait(5)
+del _threading, _zmq, _iopub, _set, _wait_when_full
+"""
+
+
 def with_trick(trick: str, cell: str = "q1_prepare_batch", base=None) -> dict:
     answers = dict(base or BASE)
     answers[cell] = SOLUTIONS[cell] + "\n\n" + trick.strip() + "\n"

@@ -8,24 +8,20 @@ grader however slowly a loaded machine reads them. Paced by sleeps instead, the 
 lost 1,400 of its 3,000 in the kernel beside three busy processes (as on CI, where the
 cap was then never reached and the test failed)."""
 
-from tests.hostile._common import HONEST_SCORE, with_trick
+from tests.hostile._common import HONEST_SCORE, WAIT_WHEN_FULL, with_trick
 
 WEAKNESS = 5
 STUDENT_ID = "trick-floods-with-empty-outputs"
-ANSWERS = with_trick("""
-import threading, zmq
+ANSWERS = with_trick(
+    WAIT_WHEN_FULL
+    + """
 _k = get_ipython().kernel
-_t, _set = _k.iopub_thread, threading.Event()
-def _wait_when_full():  # on the IOPub thread, which owns the socket
-    _t.socket.setsockopt(zmq.XPUB_NODROP, 1)
-    _set.set()
-_t.io_loop.add_callback(_wait_when_full)
-_set.wait(5)
 for _i in range(3_000):
     _k.session.send(_k.iopub_socket, "error", {"ename": "", "evalue": "", "traceback": []},
                     parent=_k.get_parent())
-del _k, _t, _set, _i, _wait_when_full
-""")
+del _k, _i
+"""
+)
 EXPECTED_SCORE = HONEST_SCORE
 EXPECTED_FATE = "graded"
 EXPECTED_DETAIL = "outputs past the first 2,000 dropped"
