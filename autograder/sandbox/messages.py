@@ -41,6 +41,18 @@ def values_in(frame) -> int:
     return data.count(b",") + data.count(b"[") + data.count(b"{")
 
 
+def wire_weight(frame: bytes) -> int:
+    """``frame``'s bytes, and 2 more for each that is not UTF-8 (an upper bound: a U+FFFD
+    already in the text counts as one too)."""
+    if frame.isascii():
+        return len(frame)
+    try:
+        frame.decode("utf-8")
+    except UnicodeDecodeError:
+        return len(frame) + 2 * frame.decode("utf-8", "replace").count("\ufffd")
+    return len(frame)
+
+
 class NotAMessage(ValueError):
     """Signed frames that are not a Jupyter message: a part is not a JSON object."""
 
@@ -60,11 +72,10 @@ class BoundedSession(Session):
         if any(utf8.may_hold_surrogates(frame) for frame in frames):
             utf8.mend(msg)
         # What a bound on bytes received must count: the bytes on the wire (a character of
-        # a string can be 4, or 12 as an escape), and three for each byte of a frame that
-        # is not ASCII: passed on to the test kernel as JSON, a character of 2 to 4 bytes
-        # is an escape of 6 or 12, and a byte that is not UTF-8 is U+FFFD, 3 bytes (raw
-        # 0xFF bytes weighed a third of what they cost the grader: attack 35).
-        msg[WIRE_BYTES] = sum(len(f) if f.isascii() else 3 * len(f) for f in frames)
+        # a string can be 4), and 2 more for each byte that is not UTF-8, which is read as
+        # U+FFFD, 3 bytes when passed on to the test kernel (raw 0xFF bytes weighed a third
+        # of what they cost the grader: attack 35).
+        msg[WIRE_BYTES] = sum(wire_weight(frame) for frame in frames)
         return msg
 
     def _deserialize(self, msg_list, content: bool) -> dict:

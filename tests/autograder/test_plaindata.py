@@ -566,3 +566,7 @@ def test_a_message_of_bytes_that_are_not_utf8_weighs_what_the_grader_passes_on()
     msg = session.deserialize(frames)
     assert msg["content"]["data"]["x"] == "\ufffd" * 1000
     assert msg[WIRE_BYTES] >= 3 * 1000
+    # Text that is UTF-8 weighs its bytes: the grader passes it on as it came.
+    frames[4] = b'{"data": {"x": "' + "\U0001f600".encode() * 1000 + b'"}}'
+    frames[0] = session.sign(frames[1:5])
+    assert session.deserialize(frames)[WIRE_BYTES] == sum(len(f) for f in frames[1:5])
