@@ -107,14 +107,12 @@ class OutputBudget:
         self.rewrites += count
         if self.rewrites <= MAX_REWRITES:
             return True
-        text = REWRITES_NOTE.format(n=MAX_REWRITES)
         if not self.rewrites_noted:
             self.rewrites_noted = True
             self.events.append(
                 Event(Kind.OUTPUT_TRUNCATED, reason="display updates", limit=MAX_REWRITES)
             )
-        if not any(o.get("text") == text for o in outputs):
-            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
+        self.note(outputs, REWRITES_NOTE.format(n=MAX_REWRITES))
         return False
 
     def add(self, outputs: list, output: NotebookNode, size: int) -> None:
@@ -128,7 +126,9 @@ class OutputBudget:
         else:
             self.note(outputs)
 
-    def note(self, outputs: list) -> None:
-        """Say once per cell that its output was dropped."""
-        if not any(o.get("text") == self.text for o in outputs):
-            outputs.append(NotebookNode(output_type="stream", name="stdout", text=self.text))
+    def note(self, outputs: list, text: str = "") -> None:
+        """Say once per cell that its output was dropped (``text``: why, if not the
+        budget's own words)."""
+        text = text or self.text
+        if not any(o.get("text") == text for o in outputs):
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
