@@ -466,6 +466,13 @@ class StudentBridge:
             ex.events.append(Event(Kind.TOO_COSTLY, reason=self._replies_spent()))
             await self._stop_student()  # it may still be sending
             return protocol.failed(self._replies_spent())
+        except Exception as exc:  # noqa: BLE001 - the kernel's message, never the grader's error
+            # Whatever a call's messages hold is the student's kernel's to choose (attack 37:
+            # a display whose data was a string raised here, and the fate was ``error``).
+            await self._stop_student()
+            return protocol.failed(
+                f"your kernel sent a message the grader cannot read ({type(exc).__name__})"
+            )
         finally:
             self.left -= time.monotonic() - started
         return text
@@ -511,7 +518,8 @@ class StudentBridge:
             if self.replies_left < 0:
                 raise RepliesSpent
             if kind == "display_data" and text is None:
-                data = msg["content"].get("data", {}).get(protocol.REPLY_MIME)
+                data = msg["content"].get("data")
+                data = data.get(protocol.REPLY_MIME) if type(data) is dict else None
                 if isinstance(data, str) and len(data) <= self.max_chars:
                     text = data
         return (
