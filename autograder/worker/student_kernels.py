@@ -180,6 +180,10 @@ class StudentTemplate:
             return None
         return self.km.template_cpu().get(fork)
 
+    def capped(self) -> bool:
+        """Whether its kernels run in its control group, whose CPU cap is Sandbox.max_cpus."""
+        return self.km is not None and getattr(self.km, "_group", None) is not None
+
     def oom_kills(self) -> int:
         group = getattr(self.km, "_group", None) if self.km is not None else None
         return group.oom_kills() if group is not None else 0
@@ -387,6 +391,12 @@ class ForkedKernelManager(SandboxedKernelManager):
         # kernel's tree reaches its share of the limit that much sooner, and must be
         # called at it, or a fork bomb stuck at the limit would never be named.
         watched = Sandbox(config=self.config)
+        if kept.capped():
+            # The template's control group already holds the kernel to max_cpus cores;
+            # a watchdog measuring the same share against the same limit would call a
+            # breach on the cap's own jitter (1.5x over 4 s read as 1.52 on a loaded
+            # machine), and a busy kernel's fate would depend on what else ran.
+            watched.max_cpus = 0
         if watched.max_processes:
             watched.max_processes = max(
                 1, watched.max_processes - _threads_of_uid(kept.km._own_processes.values(), child)

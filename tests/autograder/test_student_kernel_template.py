@@ -260,6 +260,34 @@ def test_a_kernel_killed_by_its_cpu_limit_is_told_apart_from_a_crash(tmp_path):
     assert status in (-24, -9), status  # SIGXCPU, then the hard limit's SIGKILL
 
 
+def test_a_forked_kernels_busy_processes_meet_its_templates_cap_and_no_second_limit(tmp_path):
+    """Under a control group the template's group caps it and its kernels at
+    Sandbox.max_cpus cores. The forked kernel's watchdog once measured the same share
+    against the same limit, and the cap's own jitter (1.52 for 1.5 on a loaded machine)
+    killed busy kernels or not, by what else the machine ran: the CI trick
+    busy_sessions got 0 or 26."""
+    from autograder.sandbox import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    busy = """
+import subprocess, time
+busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(4)]
+time.sleep(6)
+for p in busy:
+    p.kill()
+print("lived")
+"""
+    texts, km = run([busy], staged(tmp_path, "f.txt", "A"), max_cpus=0.5)
+    assert km.without_template is None, km.without_template
+    assert km._watchdog.max_cpus == 0  # the machine's cap is the one limit
+    assert texts == ["lived\n"] and km.events == []
+    group = km._kept.km._group
+    stat = (group.cpu / "cpu.stat").read_text()
+    assert int(stat.split("nr_throttled")[1].split()[0]) > 0  # and it did hold them
+
+
 def test_templates_turned_off_start_the_kernel_as_any_kernel_and_say_why(tmp_path):
     texts, km = run(
         ["import sys; print('torch' in sys.modules)"],
