@@ -44,6 +44,7 @@ from autograder.worker import (
     execute,
     feedback,
     gradebooks,
+    ignore_globs,
     limited_child,
     nbgrader_threads,
     plain_feedback,
@@ -253,6 +254,7 @@ def _prepare(course_files: CourseFiles) -> Path:
     gradebooks.share_engines()
     gradebooks.share_validators()
     nbgrader_threads.install()
+    ignore_globs.install()
     folder = tmpdirs.make("cg-course-")
     folder.chmod(0o711)  # the test kernel's uid passes through to test-files; no one lists it
     atexit.register(shutil.rmtree, folder, True)
