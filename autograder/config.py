@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traitlets.config import Config
+from traitlets import Integer
+from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG_FILE = "nbgrader_config.py"
@@ -72,6 +73,24 @@ def file_limits(config: Config) -> tuple[int, int]:
         int(course.get("max_file_size", 100_000)) * 1000,
         int(course.get("max_dir_size", 1_000_000)) * 1000,
     )
+
+
+class SubmissionLimits(Configurable):
+    """What one submission may hold besides nbgrader's byte limits
+    (``CourseDirectory.max_file_size`` and ``max_dir_size``)."""
+
+    max_files = Integer(
+        1_000,
+        help="Files and folders in one submission, all its folders counted. Each costs "
+        "nbgrader's own steps, outside every limit of the kernels', whatever its size: a "
+        "submission of more is an invalid notebook that says so (empty files pass every "
+        "byte limit). 0: no limit.",
+    ).tag(config=True)
+
+
+def max_files(config: Config) -> int:
+    """Files and folders a submission may hold (``c.SubmissionLimits.max_files``)."""
+    return SubmissionLimits(config=config).max_files
 
 
 def grading_config(course_root: Path) -> Config:

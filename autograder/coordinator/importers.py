@@ -35,7 +35,13 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
-from autograder.config import exchange_config, file_limits, gradebook_url, load_course_config
+from autograder.config import (
+    exchange_config,
+    file_limits,
+    gradebook_url,
+    load_course_config,
+    max_files,
+)
 from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
@@ -352,7 +358,9 @@ class SafeExchangeCollect(ExchangeCollect):
             logging.getLogger(__name__).warning("%s: %s", student, kept)
             return
         try:
-            files, refused = safefiles.regular_files(Path(src), *file_limits(self.config))
+            files, refused = safefiles.regular_files(
+                Path(src), *file_limits(self.config), limit_count=max_files(self.config)
+            )
         except safefiles.Unsafe as exc:
             files, refused = {}, [str(exc)]
         # Dated again once read: a file rewritten after the first check, before or while
@@ -626,7 +634,22 @@ def import_zip(
 
     with archive:
         entries = [e for e in archive.infolist() if not e.is_dir()]
-        for number, entry in enumerate(entries):
+        # One student's upload is theirs alone to exceed: a student with more files than a
+        # submission may hold is refused before anything is read, and their entries
+        # count against no limit of the download (attack 38: 20,000 empty files of one
+        # student left every classmate after them in the download ungraded).
+        most = max_files(config)
+        crowded = _crowded(entries, names, most) if most else set()
+        for student in sorted(crowded):
+            if gate.chosen(student):
+                refuse(
+                    student,
+                    INVALID_NOTEBOOK,
+                    f"their upload holds more than {most:,} files (c.SubmissionLimits."
+                    "max_files); none was read",
+                )
+        read = 0
+        for entry in entries:
             name = entry.filename
             if ATTEMPT_RECORD.search(Path(name).name):
                 continue  # Blackboard's attempt record: nothing of the student's to grade
@@ -634,7 +657,7 @@ def import_zip(
             student = info.get("student_id", "") if info else ""
             if student and not valid_student_id(student):
                 student = ""
-            if not gate.chosen(student):
+            if not gate.chosen(student) or student in crowded:
                 continue
             if student:
                 heads.setdefault(student, set()).add(info["head"])
@@ -651,7 +674,7 @@ def import_zip(
                 problems.append(
                     (student, NOTE, f"{_shown(name)}: left out (nbgrader writes {info['file_id']})")
                 )
-            elif number >= max_entries or total + entry.file_size > total_limit:
+            elif read >= max_entries or total + entry.file_size > total_limit:
                 refuse(
                     student,
                     NEEDS_REVIEW,
@@ -676,6 +699,7 @@ def import_zip(
                     refuse(student, INVALID_NOTEBOOK, f"{_shown(name)} is too large")
                     continue
                 total += len(data)
+                read += 1
                 spent[student] = spent.get(student, 0) + len(data)
                 _choose(chosen, ties, student, info, data, name)
     notebooks = expected_notebooks(course_root, assignment)
@@ -744,6 +768,18 @@ def _up_to_the_notebook(student: str, files: dict, notebooks: list[str]) -> dict
             ", ".join(later),
         )
     return {f: kept for f, kept in files.items() if f not in later}
+
+
+def _crowded(entries, names: EntryNames, most: int) -> set[str]:
+    """Students whose entries name more than ``most`` files (their latest attempt of each
+    file is their submission)."""
+    files: dict[str, set[str]] = {}
+    for entry in entries:
+        info = names.parse(entry.filename)
+        student = info.get("student_id", "") if info else ""
+        if student and valid_student_id(student):
+            files.setdefault(student, set()).add(info["file_id"])
+    return {student for student, named in files.items() if len(named) > most}
 
 
 def _choose(chosen: dict, ties: dict, student: str, info: dict, data: bytes, name: str) -> None:
@@ -855,7 +891,9 @@ def import_folder(
             continue
         entry = entries[0]
         if entry.is_dir(follow_symlinks=False):
-            files, refused = safefiles.regular_files(Path(entry.path), each, total_limit)
+            files, refused = safefiles.regular_files(
+                Path(entry.path), each, total_limit, limit_count=max_files(config)
+            )
         else:
             files, refused = {}, []
             try:

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import utf8
-from autograder.config import file_limits
+from autograder.config import file_limits, max_files
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
 
@@ -56,8 +56,9 @@ def submitted_students(course_root: Path, assignment: str) -> list[str]:
 
 def read_submission(folder: Path, config) -> tuple[dict[str, bytes], list[str]]:
     """The submission's regular files, and what was refused (links, FIFOs, files over
-    nbgrader's ``CourseDirectory.max_file_size``, folders over ``max_dir_size``)."""
-    return safefiles.regular_files(folder, *file_limits(config))
+    nbgrader's ``CourseDirectory.max_file_size``, folders over ``max_dir_size``, more
+    names than ``c.SubmissionLimits.max_files``)."""
+    return safefiles.regular_files(folder, *file_limits(config), limit_count=max_files(config))
 
 
 def digest(files: dict[str, bytes], refused: list[str]) -> str:

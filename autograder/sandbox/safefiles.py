@@ -60,24 +60,30 @@ def _read_fd(fd: int, name: str, limit: int) -> bytes:
 
 
 def regular_files(
-    folder: Path, limit_each: int, limit_total: int, skip=lambda rel: False
+    folder: Path, limit_each: int, limit_total: int, skip=lambda rel: False, limit_count: int = 0
 ) -> tuple[dict[str, bytes], list[str]]:
     """Every regular file under ``folder`` (relative path -> bytes), and what was refused.
 
     Links, FIFOs, devices and sockets are refused and named, never followed or opened;
-    so are files over ``limit_each`` and whatever passes ``limit_total``.
+    so are files over ``limit_each`` and whatever passes ``limit_total``. Past
+    ``limit_count`` names (files, folders and the rest; 0: no limit) nothing more is
+    read, and that is refused too.
     """
     files: dict[str, bytes] = {}
     refused: list[str] = []
     total = 0
+    seen = 0
 
     def walk(dir_fd: int, rel: str, depth: int) -> None:
-        nonlocal total
+        nonlocal total, seen
         for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
             path = f"{rel}{entry.name}"
             shown = printable(path)  # a name the student chose, in a message
             if skip(path):
                 continue
+            seen += 1
+            if limit_count and seen > limit_count:
+                raise _TooMany(f"more than {limit_count:,} files and folders{COUNT_SETTING}")
             if entry.is_symlink():
                 refused.append(f"{shown} is a link")
             elif entry.is_dir(follow_symlinks=False):
@@ -109,9 +115,19 @@ def regular_files(
         raise Unsafe(f"{Path(folder).name} is not a folder we may read ({exc.strerror})") from None
     try:
         walk(top, "", 0)
+    except _TooMany as exc:
+        refused.append(str(exc))
     finally:
         os.close(top)
     return files, refused
+
+
+# Where the count comes from, for the person who reads the refusal.
+COUNT_SETTING = " (c.SubmissionLimits.max_files)"
+
+
+class _TooMany(Exception):
+    """Ends a walk that passed its count of names."""
 
 
 def umask() -> int:

@@ -48,12 +48,11 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
     entries += [(f"gpu_tensors_late{i}_attempt_2024-03-01_gpu_tensors.ipynb", NB) for i in range(3)]
     problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
     imported = sorted(p.name for p in (course / "submitted").iterdir())
-    assert imported == ["late0", "s0", "s1", "s2"]  # five entries read, one of them too large
+    assert imported == ["late0", "late1", "s0", "s1", "s2"]  # five entries read; one too large
     said = {student: (fate, message) for student, fate, message in problems}
     assert said["big"] == ("needs review", said["big"][1]) and "not read" in said["big"][1]
-    assert all(
-        said[s][0] == "needs review" and "larger than the import limits" in said[s][1]
-        for s in ("late1", "late2")
+    assert (
+        said["late2"][0] == "needs review" and "larger than the import limits" in said["late2"][1]
     )
     stamp = (course / "submitted" / "s1" / "gpu_tensors" / "timestamp.txt").read_text()
     assert stamp.startswith("2024-03-02 00:00:00")
@@ -102,6 +101,40 @@ def test_one_students_entries_cannot_use_up_the_others_budget(course, tmp_path):
     assert (course / "submitted" / "ann" / "gpu_tensors" / "gpu_tensors.ipynb").read_bytes() == NB
     assert not (course / "submitted" / "hog").joinpath("gpu_tensors").exists()
     assert {s for s, _, _ in problems} == {"hog"}
+
+
+def test_one_students_many_files_are_theirs_alone_to_exceed(course, tmp_path):
+    """A student whose upload names more files than a submission may hold
+    (c.SubmissionLimits.max_files) is refused before anything of theirs is read, and
+    their entries count against no limit of the download: every classmate is imported
+    (attack 38: 20,000 empty files of one student left each classmate after them in the
+    download ungraded)."""
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "\nc.SubmissionLimits.max_files = 3\n"
+    )
+    flood = [(f"gpu_tensors_aaa_attempt_2024-03-01_n{i}.txt", b"") for i in range(50)]
+    entries = [("gpu_tensors_aaa_attempt_2024-03-01_gpu_tensors.ipynb", NB), *flood]
+    entries += [(f"gpu_tensors_s{i}_attempt_2024-03-01_gpu_tensors.ipynb", NB) for i in range(5)]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    imported = sorted(p.name for p in (course / "submitted").iterdir())
+    assert imported == ["s0", "s1", "s2", "s3", "s4"]
+    assert [(s, f) for s, f, _ in problems] == [("aaa", "invalid notebook")]
+    assert "more than 3 files" in problems[0][2]
+
+
+def test_a_submission_of_more_names_than_a_submission_may_hold_is_refused_unread(tmp_path):
+    """Files, folders and the rest count; past the count nothing more is read."""
+    folder = tmp_path / "sub"
+    (folder / "data").mkdir(parents=True)
+    for i in range(3):
+        (folder / "data" / f"{i}.txt").write_text("x")
+    (folder / "gpu_tensors.ipynb").write_bytes(NB)
+    files, refused = safefiles.regular_files(folder, 10**6, 10**7, limit_count=5)
+    assert sorted(files) == ["data/0.txt", "data/1.txt", "data/2.txt", "gpu_tensors.ipynb"]
+    assert refused == []
+    files, refused = safefiles.regular_files(folder, 10**6, 10**7, limit_count=4)
+    assert refused == ["more than 4 files and folders (c.SubmissionLimits.max_files)"]
+    assert len(files) == 3
 
 
 def test_a_file_that_is_not_a_zip_is_refused_with_a_reason(course, tmp_path):
@@ -480,10 +513,10 @@ def test_a_file_rewritten_while_the_collect_reads_it_is_dated_by_that_change(
     folder, _, me = _on_time_attempt(course, tmp_path, {"gpu_tensors.ipynb": BLANK})
     read = safefiles.regular_files
 
-    def swapped_while_read(path, *limits):
+    def swapped_while_read(path, *limits, **kw):
         with open(folder / "gpu_tensors.ipynb", "r+b") as f:  # after the first check
             f.write(NB)
-        return read(path, *limits)
+        return read(path, *limits, **kw)
 
     monkeypatch.setattr(safefiles, "regular_files", swapped_while_read)
     [(student, fate, message)] = importers.import_exchange(course, "gpu_tensors")
