@@ -26,6 +26,8 @@ c.CourseDirectory.feedback_directory = "feedback"
 # or a notebook full of outputs cannot fill the grading disk.
 c.CourseDirectory.max_file_size = 5_000  # kilobytes
 c.CourseDirectory.max_dir_size = 20_000  # kilobytes
+# Files and folders one submission may hold (course-grade; each costs nbgrader's own steps).
+c.SubmissionLimits.max_files = 1_000
 
 # --- Generating the release ------------------------------------------------------
 # Solutions become this stub, so every answer cell raises until it is filled in.
