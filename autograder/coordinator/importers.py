@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -42,7 +43,12 @@ from autograder.config import (
     load_course_config,
     max_files,
 )
-from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
+from autograder.coordinator.inbox import (
+    NBGRADER_OWN,
+    TIMESTAMP,
+    expected_notebooks,
+    valid_student_id,
+)
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.sandbox import safefiles
 
@@ -359,7 +365,10 @@ class SafeExchangeCollect(ExchangeCollect):
             return
         try:
             files, refused = safefiles.regular_files(
-                Path(src), *file_limits(self.config), limit_count=max_files(self.config)
+                Path(src),
+                *file_limits(self.config),
+                limit_count=max_files(self.config),
+                uncounted=NBGRADER_OWN,
             )
         except safefiles.Unsafe as exc:
             files, refused = {}, [str(exc)]
@@ -639,7 +648,7 @@ def import_zip(
         # count against no limit of the download (attack 38: 20,000 empty files of one
         # student left every classmate after them in the download ungraded).
         most = max_files(config)
-        crowded = _crowded(entries, names, most) if most else set()
+        crowded, latest = _survey(entries, names, most)
         for student in sorted(crowded):
             if gate.chosen(student):
                 refuse(
@@ -674,6 +683,8 @@ def import_zip(
                 problems.append(
                     (student, NOTE, f"{_shown(name)}: left out (nbgrader writes {info['file_id']})")
                 )
+            elif (info.get("timestamp") or "") < latest.get((student, info["file_id"]), ""):
+                continue  # an earlier attempt of a file sent again: never read, never counted
             elif read >= max_entries or total + entry.file_size > total_limit:
                 refuse(
                     student,
@@ -770,16 +781,26 @@ def _up_to_the_notebook(student: str, files: dict, notebooks: list[str]) -> dict
     return {f: kept for f, kept in files.items() if f not in later}
 
 
-def _crowded(entries, names: EntryNames, most: int) -> set[str]:
-    """Students whose entries name more than ``most`` files (their latest attempt of each
-    file is their submission)."""
-    files: dict[str, set[str]] = {}
+def _survey(entries, names: EntryNames, most: int) -> tuple[set[str], dict]:
+    """Before anything is read: the students whose entries name more than ``most`` files
+    (0: no limit), and the latest date of each student's each file. Only a file's latest
+    attempt is read (an earlier one never wins), so one student's attempts of the same
+    file count against no limit of the download (outside attack 39: one empty file in
+    20,001 attempts left each classmate after it ungraded)."""
+    latest: dict[tuple[str, str], str] = {}
     for entry in entries:
+        if ATTEMPT_RECORD.search(Path(entry.filename).name):
+            continue
         info = names.parse(entry.filename)
         student = info.get("student_id", "") if info else ""
-        if student and valid_student_id(student):
-            files.setdefault(student, set()).add(info["file_id"])
-    return {student for student, named in files.items() if len(named) > most}
+        student = student if valid_student_id(student) else ""
+        if info and info.get("file_id", "") not in NBGRADER_OWN:
+            key = (student, info.get("file_id", ""))
+            stamp = info.get("timestamp") or ""
+            if key not in latest or stamp > latest[key]:
+                latest[key] = stamp
+    files = Counter(student for student, _ in latest if student)
+    return {student for student, n in files.items() if most and n > most}, latest
 
 
 def _choose(chosen: dict, ties: dict, student: str, info: dict, data: bytes, name: str) -> None:
@@ -802,10 +823,9 @@ def _parse_entry(plugin, name: str) -> dict | None:
     return info if isinstance(info, dict) else None
 
 
-# Files nbgrader writes beside a submission, never a student's: an uploaded
-# submission_secret.txt would choose the name its feedback page is published under
-# (a classmate's, attack 19). A folder import keeps timestamp.txt (its documented date).
-NBGRADER_OWN = ("timestamp.txt", "submission_secret.txt")
+# NBGRADER_OWN (inbox): files nbgrader writes beside a submission, never a student's: an
+# uploaded submission_secret.txt would choose the name its feedback page is published
+# under (a classmate's, attack 19). A folder import keeps timestamp.txt (its documented date).
 
 
 def _entry_problem(name: str, info: dict | None) -> str | None:
@@ -892,7 +912,11 @@ def import_folder(
         entry = entries[0]
         if entry.is_dir(follow_symlinks=False):
             files, refused = safefiles.regular_files(
-                Path(entry.path), each, total_limit, limit_count=max_files(config)
+                Path(entry.path),
+                each,
+                total_limit,
+                limit_count=max_files(config),
+                uncounted=NBGRADER_OWN,
             )
         else:
             files, refused = {}, []

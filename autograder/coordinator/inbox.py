@@ -58,7 +58,15 @@ def read_submission(folder: Path, config) -> tuple[dict[str, bytes], list[str]]:
     """The submission's regular files, and what was refused (links, FIFOs, files over
     nbgrader's ``CourseDirectory.max_file_size``, folders over ``max_dir_size``, more
     names than ``c.SubmissionLimits.max_files``)."""
-    return safefiles.regular_files(folder, *file_limits(config), limit_count=max_files(config))
+    return safefiles.regular_files(
+        folder, *file_limits(config), limit_count=max_files(config), uncounted=NBGRADER_OWN
+    )
+
+
+# Files nbgrader writes beside a submission, never a student's: they count against no
+# limit of the student's (an import of the most files a submission may hold, then its
+# timestamp.txt, was one too many to grade: outside attack 39).
+NBGRADER_OWN = ("timestamp.txt", "submission_secret.txt")
 
 
 def digest(files: dict[str, bytes], refused: list[str]) -> str:

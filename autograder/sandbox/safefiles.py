@@ -14,6 +14,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 from autograder.printable import printable
@@ -60,14 +61,19 @@ def _read_fd(fd: int, name: str, limit: int) -> bytes:
 
 
 def regular_files(
-    folder: Path, limit_each: int, limit_total: int, skip=lambda rel: False, limit_count: int = 0
+    folder: Path,
+    limit_each: int,
+    limit_total: int,
+    skip=lambda rel: False,
+    limit_count: int = 0,
+    uncounted: Collection[str] = (),
 ) -> tuple[dict[str, bytes], list[str]]:
     """Every regular file under ``folder`` (relative path -> bytes), and what was refused.
 
     Links, FIFOs, devices and sockets are refused and named, never followed or opened;
     so are files over ``limit_each`` and whatever passes ``limit_total``. Past
-    ``limit_count`` names (files, folders and the rest; 0: no limit) nothing more is
-    read, and that is refused too.
+    ``limit_count`` names (files, folders and the rest, but not the paths in
+    ``uncounted``; 0: no limit) nothing more is read, and that is refused too.
     """
     files: dict[str, bytes] = {}
     refused: list[str] = []
@@ -81,7 +87,7 @@ def regular_files(
             shown = printable(path)  # a name the student chose, in a message
             if skip(path):
                 continue
-            seen += 1
+            seen += path not in uncounted
             if limit_count and seen > limit_count:
                 raise _TooMany(f"more than {limit_count:,} files and folders{COUNT_SETTING}")
             if entry.is_symlink():

@@ -122,6 +122,38 @@ def test_one_students_many_files_are_theirs_alone_to_exceed(course, tmp_path):
     assert "more than 3 files" in problems[0][2]
 
 
+def test_only_a_files_latest_attempt_is_read_and_counted(course, tmp_path):
+    """One file in many attempts names one file, and only its latest attempt is read: the
+    attempts count against no limit of the download (outside attack 39: one empty file in
+    20,001 attempts left each classmate after it ungraded)."""
+    attempts = [
+        (f"gpu_tensors_hog_attempt_2024-03-01-10-00-{i:02d}_notes.txt", f"v{i}".encode())
+        for i in range(20)
+    ]
+    entries = [*attempts, ("gpu_tensors_hog_attempt_2024-03-01-10-00-19_gpu_tensors.ipynb", NB)]
+    entries += [(f"gpu_tensors_s{i}_attempt_2024-03-01_gpu_tensors.ipynb", NB) for i in range(3)]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert problems == []
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["hog", "s0", "s1", "s2"]
+    assert (course / "submitted" / "hog" / "gpu_tensors" / "notes.txt").read_bytes() == b"v19"
+
+
+def test_the_most_files_a_submission_may_hold_are_graded_beside_nbgraders_own(course, tmp_path):
+    """An import of exactly c.SubmissionLimits.max_files files gets its timestamp.txt, which
+    is nbgrader's, not the student's: it is still read for grading (outside attack 39: the
+    right notebook scored nothing, an invalid notebook of one name too many)."""
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "\nc.SubmissionLimits.max_files = 3\n"
+    )
+    stamp = "gpu_tensors_full_attempt_2024-03-01"
+    entries = [(f"{stamp}_gpu_tensors.ipynb", NB), (f"{stamp}_a.txt", b""), (f"{stamp}_b.txt", b"")]
+    assert importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries)) == []
+    folder = course / "submitted" / "full" / "gpu_tensors"
+    assert (folder / "timestamp.txt").exists()
+    files, refused = inbox.read_submission(folder, importers.load_course_config(course))
+    assert refused == [] and len(files) == 4
+
+
 def test_a_submission_of_more_names_than_a_submission_may_hold_is_refused_unread(tmp_path):
     """Files, folders and the rest count; past the count nothing more is read."""
     folder = tmp_path / "sub"

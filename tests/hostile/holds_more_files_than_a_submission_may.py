@@ -11,6 +11,7 @@ WEAKNESS = 6
 STUDENT_ID = "trick-many-files"
 NEIGHBOUR = "many-files-neighbour"
 FLOOD = {f"n{i}.txt": b"" for i in range(1_001)}
+FULL = {f"n{i}.txt": b"" for i in range(999)}  # with the notebook, the most a submission holds
 
 
 def place(inbox):
@@ -25,6 +26,15 @@ def place(inbox):
     for name in FLOOD:
         inbox.zip(f"gpu_tensors_{STUDENT_ID}-zip_{stamp}_{name}", b"")
     inbox.zip(f"gpu_tensors_{NEIGHBOUR}_{stamp}_gpu_tensors.ipynb", nb)
+    # Exactly as many as a submission may hold, beside which nbgrader writes its own
+    # timestamp.txt (one too many to grade, in outside attack 39).
+    inbox.zip(f"gpu_tensors_{STUDENT_ID}-full-zip_{stamp}_gpu_tensors.ipynb", nb)
+    for name in FULL:
+        inbox.zip(f"gpu_tensors_{STUDENT_ID}-full-zip_{stamp}_{name}", b"")
+    inbox.exchange(
+        f"{STUDENT_ID}-full-exchange+gpu_tensors+2024-03-01 10:00:00.000000 UTC+full",
+        {"gpu_tensors.ipynb": nb, **FULL},
+    )
 
 
 # More names than c.SubmissionLimits.max_files (1,000): not graded, and the report says
@@ -34,4 +44,6 @@ EXPECTED = {
     f"{STUDENT_ID}-exchange": (None, "invalid notebook"),
     f"{STUDENT_ID}-zip": (None, "invalid notebook"),
     NEIGHBOUR: (TOTAL, "graded"),
+    f"{STUDENT_ID}-full-zip": (TOTAL, "graded"),
+    f"{STUDENT_ID}-full-exchange": (TOTAL, "graded"),
 }
