@@ -77,3 +77,18 @@ def test_signed_frames_that_are_not_a_jupyter_message_are_refused(part, value):
     msg_list[0] = session.sign(msg_list[1:5])
     with pytest.raises(messages.NotAMessage):
         session.deserialize(msg_list)
+
+
+def test_display_rewrites_past_the_cap_are_refused_and_said_once():
+    """Where a course allows much output (the bytes of each copy would not stop them), a
+    notebook's display updates stop at ``outputs.MAX_REWRITES`` rewritten outputs."""
+    from autograder.fates import Kind
+    from autograder.worker.outputs import MAX_REWRITES, OutputBudget
+
+    events: list = []
+    budget, outputs = OutputBudget(10**12, events), []
+    assert budget.allows_rewrites(outputs, MAX_REWRITES)
+    assert not budget.allows_rewrites(outputs, 1)
+    assert not budget.allows_rewrites(outputs, 1)
+    assert [(e.kind, e.reason) for e in events] == [(Kind.OUTPUT_TRUNCATED, "display updates")]
+    assert len(outputs) == 1 and "display updates" in outputs[0]["text"]
