@@ -16,6 +16,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+# Files nbgrader writes beside a submission, never a student's: an uploaded
+# submission_secret.txt would choose the name its feedback page is published under (a
+# classmate's, attack 19); neither counts against a limit of the student's (an import of
+# the most files a submission may hold, then its timestamp.txt, was one too many to grade:
+# attack 39), and the student's kernel gets neither.
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
+
 
 @dataclass(frozen=True)
 class CourseFiles:

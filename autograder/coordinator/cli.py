@@ -483,13 +483,9 @@ def regenerate_feedback(course: Path, assignment: str, outcomes: list[dict]) -> 
     feedback, for every autograded submission: the pages then show manual grades too.
     Each page is made within its limits, as in grading (``worker.feedback_in_child``),
     else a plain page of scores takes its place."""
+    from autograder.job import NBGRADER_FILES
     from autograder.sandbox.safefiles import regular_files, replace_folder
-    from autograder.worker.worker import (
-        NBGRADER_FILES,
-        feedback_failed,
-        feedback_in_child,
-        plain_pages,
-    )
+    from autograder.worker.worker import feedback_failed, feedback_in_child, plain_pages
 
     for outcome in outcomes:
         student = outcome["student_id"]

@@ -43,13 +43,9 @@ from autograder.config import (
     load_course_config,
     max_files,
 )
-from autograder.coordinator.inbox import (
-    NBGRADER_OWN,
-    TIMESTAMP,
-    expected_notebooks,
-    valid_student_id,
-)
+from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
+from autograder.job import NBGRADER_FILES
 from autograder.sandbox import safefiles
 
 log = logging.getLogger(__name__)
@@ -368,7 +364,7 @@ class SafeExchangeCollect(ExchangeCollect):
                 Path(src),
                 *file_limits(self.config),
                 limit_count=max_files(self.config),
-                uncounted=NBGRADER_OWN,
+                uncounted=NBGRADER_FILES,
             )
         except safefiles.Unsafe as exc:
             files, refused = {}, [str(exc)]
@@ -662,10 +658,7 @@ def import_zip(
             name = entry.filename
             if ATTEMPT_RECORD.search(Path(name).name):
                 continue  # Blackboard's attempt record: nothing of the student's to grade
-            info = names.parse(name)
-            student = info.get("student_id", "") if info else ""
-            if student and not valid_student_id(student):
-                student = ""
+            info, student = _whose(names, name)
             if not gate.chosen(student) or student in crowded:
                 continue
             if student:
@@ -679,7 +672,7 @@ def import_zip(
             if why:
                 fate = NO_NOTEBOOK if not student else INVALID_NOTEBOOK
                 refuse(student, NEEDS_REVIEW if info and info.get("ambiguous") else fate, why)
-            elif info["file_id"] in NBGRADER_OWN:
+            elif info["file_id"] in NBGRADER_FILES:
                 problems.append(
                     (student, NOTE, f"{_shown(name)}: left out (nbgrader writes {info['file_id']})")
                 )
@@ -781,6 +774,13 @@ def _up_to_the_notebook(student: str, files: dict, notebooks: list[str]) -> dict
     return {f: kept for f, kept in files.items() if f not in later}
 
 
+def _whose(names: EntryNames, name: str) -> tuple[dict | None, str]:
+    """What an entry's name says, and whose it is: "" where no plain student id."""
+    info = names.parse(name)
+    student = info.get("student_id", "") if info else ""
+    return info, student if student and valid_student_id(student) else ""
+
+
 def _survey(entries, names: EntryNames, most: int) -> tuple[set[str], dict]:
     """Before anything is read: the students whose entries name more than ``most`` files
     (0: no limit), and the latest date of each student's each file. Only a file's latest
@@ -791,10 +791,8 @@ def _survey(entries, names: EntryNames, most: int) -> tuple[set[str], dict]:
     for entry in entries:
         if ATTEMPT_RECORD.search(Path(entry.filename).name):
             continue
-        info = names.parse(entry.filename)
-        student = info.get("student_id", "") if info else ""
-        student = student if valid_student_id(student) else ""
-        if info and info.get("file_id", "") not in NBGRADER_OWN:
+        info, student = _whose(names, entry.filename)
+        if info and info.get("file_id", "") not in NBGRADER_FILES:
             key = (student, info.get("file_id", ""))
             stamp = info.get("timestamp") or ""
             if key not in latest or stamp > latest[key]:
@@ -823,9 +821,7 @@ def _parse_entry(plugin, name: str) -> dict | None:
     return info if isinstance(info, dict) else None
 
 
-# NBGRADER_OWN (inbox): files nbgrader writes beside a submission, never a student's: an
-# uploaded submission_secret.txt would choose the name its feedback page is published
-# under (a classmate's, attack 19). A folder import keeps timestamp.txt (its documented date).
+# A folder import keeps nbgrader's timestamp.txt (its documented date), never its secret.
 
 
 def _entry_problem(name: str, info: dict | None) -> str | None:
@@ -916,7 +912,7 @@ def import_folder(
                 each,
                 total_limit,
                 limit_count=max_files(config),
-                uncounted=NBGRADER_OWN,
+                uncounted=NBGRADER_FILES,
             )
         else:
             files, refused = {}, []
@@ -930,9 +926,9 @@ def import_folder(
             problems.append((student, INVALID_NOTEBOOK, "not taken: " + "; ".join(refused[:3])))
             _remove_folder(course_root / "submitted" / student / assignment)
             continue
-        if files.pop(NBGRADER_OWN[1], None) is not None:
+        if files.pop(NBGRADER_FILES[1], None) is not None:
             log.warning(
-                "%s: their folder's %s was left out (a new one is made)", student, NBGRADER_OWN[1]
+                "%s: their folder's %s was left out (a new one is made)", student, NBGRADER_FILES[1]
             )
         safefiles.replace_folder(course_root / "submitted" / student / assignment, files)
     return problems

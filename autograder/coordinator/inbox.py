@@ -22,6 +22,7 @@ import nbformat
 from autograder import utf8
 from autograder.config import file_limits, max_files
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
+from autograder.job import NBGRADER_FILES
 from autograder.sandbox import safefiles
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -59,14 +60,8 @@ def read_submission(folder: Path, config) -> tuple[dict[str, bytes], list[str]]:
     nbgrader's ``CourseDirectory.max_file_size``, folders over ``max_dir_size``, more
     names than ``c.SubmissionLimits.max_files``)."""
     return safefiles.regular_files(
-        folder, *file_limits(config), limit_count=max_files(config), uncounted=NBGRADER_OWN
+        folder, *file_limits(config), limit_count=max_files(config), uncounted=NBGRADER_FILES
     )
-
-
-# Files nbgrader writes beside a submission, never a student's: they count against no
-# limit of the student's (an import of the most files a submission may hold, then its
-# timestamp.txt, was one too many to grade: outside attack 39).
-NBGRADER_OWN = ("timestamp.txt", "submission_secret.txt")
 
 
 def digest(files: dict[str, bytes], refused: list[str]) -> str:

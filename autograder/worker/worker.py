@@ -36,7 +36,7 @@ from pathlib import Path
 
 from autograder import fates, logs
 from autograder.config import file_limits, grading_config, load_course_config
-from autograder.job import CourseFiles, Job, Result
+from autograder.job import NBGRADER_FILES, CourseFiles, Job, Result
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, gpu_devices, unprivileged
 from autograder.sandbox.manager import die_with_parent
@@ -364,9 +364,6 @@ def gpu_profile(config, slot: int) -> None:
         count = len([d for d in gpu_devices() if d[len("/dev/nvidia") :].isdigit()])
         visible = str(slot % count) if count else ""
     config.SandboxMixin.extra_env = [f"CUDA_VISIBLE_DEVICES={visible}"]
-
-
-NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 def _student_files(course: Path, job: Job, scratch: Path, each: int, total: int) -> Path:
