@@ -678,6 +678,11 @@ def import_zip(
                 )
             elif (info.get("timestamp") or "") < latest.get((student, info["file_id"]), ""):
                 continue  # an earlier attempt of a file sent again: never read, never counted
+            elif info["file_id"] in chosen.get(student, {}):
+                # A second entry of the file's latest attempt, at the same date: a tie, said
+                # without reading it (attack 40: 20,001 entries of one name and date were
+                # each read and counted, and classmates after them were left unread).
+                ties.setdefault(student, set()).add(info["file_id"])
             elif read >= max_entries or total + entry.file_size > total_limit:
                 refuse(
                     student,

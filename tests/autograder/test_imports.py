@@ -138,6 +138,18 @@ def test_only_a_files_latest_attempt_is_read_and_counted(course, tmp_path):
     assert (course / "submitted" / "hog" / "gpu_tensors" / "notes.txt").read_bytes() == b"v19"
 
 
+def test_entries_that_tie_a_files_latest_attempt_are_said_unread(course, tmp_path):
+    """Many entries of one name and date (a tie: left for the instructor) are not read,
+    nor counted against the download's entries (outside attack 40: 20,001 of them left
+    each classmate after them unread)."""
+    tie = ("gpu_tensors_tie_attempt_2024-03-01_gpu_tensors.ipynb", NB)
+    entries = [tie] * 20
+    entries += [(f"gpu_tensors_s{i}_attempt_2024-03-01_gpu_tensors.ipynb", NB) for i in range(3)]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["s0", "s1", "s2"]
+    assert [(s, f) for s, f, _ in problems] == [("tie", "needs review")]
+
+
 def test_the_most_files_a_submission_may_hold_are_graded_beside_nbgraders_own(course, tmp_path):
     """An import of exactly c.SubmissionLimits.max_files files gets its timestamp.txt, which
     is nbgrader's, not the student's: it is still read for grading (outside attack 39: the
