@@ -398,7 +398,7 @@ class LocalPool:
         # this one folder, which goes with the pool however its workers end.
         self.run_folder = tmpdirs.new_run()
         _quiet_resource_tracker()
-        self.context = multiprocessing.get_context("spawn")
+        self.context = worker_context()
         self.stop = self.context.Event()  # set: every worker cleans up and exits
         self.executor = self._start()
 
@@ -415,7 +415,12 @@ class LocalPool:
                 self.workers,
                 mp_context=self.context,
                 initializer=init_pool_worker,
-                initargs=(self.files_of_course, self.stop, str(self.run_folder)),
+                initargs=(
+                    self.files_of_course,
+                    self.stop,
+                    str(self.run_folder),
+                    dict(os.environ),
+                ),
             )
             for _ in range(self.workers):
                 pool.submit(os.getpid)
@@ -463,6 +468,25 @@ class LocalPool:
         self.remove_run_folder()
 
 
+# What every grading process imports before its first job (nbgrader, nbconvert, nbclient,
+# SQLAlchemy: about 1 CPU s), in the module a worker is started from and the one that
+# grades. Named by module, so that a move is followed.
+WORKER_PRELOAD = (__name__, grade_job.__module__)
+
+
+def worker_context():
+    """Where a local pool's workers come from: multiprocessing's fork server, one process
+    started afresh (never a fork of the coordinator, whose threads may hold locks) that
+    imports ``WORKER_PRELOAD`` once and forks every worker from there, restarted ones
+    too. Each worker used to be spawned and import all of it again. A worker starts
+    from the fork server's state, which has run no job: only imports. What a spawned
+    worker got from the coordinator at its start it still gets: its environment
+    (``init_pool_worker``), its current folder and ``sys.path`` (multiprocessing's own)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(WORKER_PRELOAD))
+    return context
+
+
 def _quiet_resource_tracker() -> None:
     """Start multiprocessing's resource tracker with its stderr on /dev/null. After Ctrl-C
     the pool ends at once (``os._exit``), and the tracker unlinks the pool's semaphores,
@@ -481,11 +505,15 @@ def _quiet_resource_tracker() -> None:
 
 
 def init_pool_worker(
-    files_of_course: CourseFiles | None = None, stop=None, run_folder: str | None = None
+    files_of_course: CourseFiles | None = None,
+    stop=None,
+    run_folder: str | None = None,
+    environment: dict[str, str] | None = None,
 ) -> None:
     """A local pool's initializer: the worker's own (``init_worker``), with its files
     private, in the pool's ``run_folder``, and a thread that cleans up and ends the worker
-    once ``stop`` is set.
+    once ``stop`` is set. ``environment``: the coordinator's when it started the pool (a
+    forked worker has the fork server's, as the coordinator's was when that started).
 
     A thread, not a signal handler: Python runs handlers in the main thread only, which
     may be blocked for good on a kernel that Ctrl-C killed."""
@@ -495,6 +523,9 @@ def init_pool_worker(
     # ``safefiles.write_tree`` with its own modes; they only pass through the course
     # copy's folder to their test files (the source's data, no secret).
     os.umask(0o077)
+    if environment is not None:
+        os.environ.clear()
+        os.environ.update(environment)
     if run_folder is not None:
         tmpdirs.use(run_folder)
     init_worker(files_of_course)

@@ -71,7 +71,7 @@ def init_worker(course_files: CourseFiles | None = None) -> None:
     """Pool initializer: die with the coordinator; prepare the course before the first
     job. Never raises (a pool whose initializer fails is broken for good): a course that
     cannot be prepared is each job's fate instead."""
-    die_with_parent()  # the coordinator
+    die_with_parent()  # the coordinator, or the fork server that ends with it
     # Ctrl-C is the coordinator's to handle (it says what was kept, then ends the workers).
     # A handler, not SIG_IGN, which the kernels this process starts would inherit.
     signal.signal(signal.SIGINT, lambda *_: None)

@@ -125,3 +125,35 @@ def test_a_run_folder_whose_coordinator_is_gone_is_removed_and_a_live_ones_kept(
     finally:
         shutil.rmtree(live, ignore_errors=True)
         shutil.rmtree(dead, ignore_errors=True)
+
+
+def _worker_facts(names):
+    """In a worker: its parent's command line, and its environment's values for ``names``."""
+    import sys
+
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        parent = f.read().replace(b"\0", b" ").decode()
+    return parent, {n: os.environ.get(n) for n in names}, sorted(sys.modules)
+
+
+@pytest.mark.slow
+def test_workers_come_from_a_fork_server_that_imported_them_and_get_the_coordinators_environment(
+    monkeypatch,
+):
+    """Each worker is forked from multiprocessing's fork server, which imported what grades
+    (``WORKER_PRELOAD``) once; a pool started later, after the coordinator's environment
+    changed, gives its workers the environment as it is then, as spawned workers had."""
+    monkeypatch.setenv("COURSE_GRADE_TEST_ENV", "first")
+    monkeypatch.delenv("COURSE_GRADE_TEST_GONE", raising=False)
+    with grade.local_pool(1, None) as (pool, _):
+        parent, env, _ = pool.submit(_worker_facts, ["COURSE_GRADE_TEST_ENV"]).result(120)
+    assert "forkserver" in parent and parent != open(f"/proc/{os.getpid()}/cmdline").read()
+    assert env == {"COURSE_GRADE_TEST_ENV": "first"}
+    monkeypatch.setenv("COURSE_GRADE_TEST_ENV", "second")
+    with grade.local_pool(1, None) as (pool, _):  # the same fork server, started before
+        parent_again, env, modules = pool.submit(
+            _worker_facts, ["COURSE_GRADE_TEST_ENV", "COURSE_GRADE_TEST_GONE"]
+        ).result(120)
+    assert parent_again == parent
+    assert env == {"COURSE_GRADE_TEST_ENV": "second", "COURSE_GRADE_TEST_GONE": None}
+    assert set(grade.WORKER_PRELOAD) <= set(modules)
