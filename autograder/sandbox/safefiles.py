@@ -80,16 +80,33 @@ def regular_files(
     total = 0
     seen = 0
 
+    def too_many() -> _TooMany:
+        return _TooMany(f"more than {limit_count:,} files and folders{COUNT_SETTING}")
+
+    def listing(dir_fd: int, rel: str) -> list[os.DirEntry]:
+        """The folder's entries but the skipped ones, by name. Listed no further than the
+        count allows: a folder of a million names is refused after ``limit_count`` of them,
+        never listed whole (nor sorted) first."""
+        entries, counted = [], seen
+        with os.scandir(dir_fd) as found:
+            for entry in found:
+                path = f"{rel}{entry.name}"
+                if skip(path):
+                    continue
+                entries.append(entry)
+                counted += path not in uncounted
+                if limit_count and counted > limit_count:
+                    raise too_many()
+        return sorted(entries, key=lambda e: e.name)
+
     def walk(dir_fd: int, rel: str, depth: int) -> None:
         nonlocal total, seen
-        for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
+        for entry in listing(dir_fd, rel):
             path = f"{rel}{entry.name}"
             shown = printable(path)  # a name the student chose, in a message
-            if skip(path):
-                continue
             seen += path not in uncounted
             if limit_count and seen > limit_count:
-                raise _TooMany(f"more than {limit_count:,} files and folders{COUNT_SETTING}")
+                raise too_many()
             if entry.is_symlink():
                 refused.append(f"{shown} is a link")
             elif entry.is_dir(follow_symlinks=False):

@@ -181,6 +181,47 @@ def test_a_submission_of_more_names_than_a_submission_may_hold_is_refused_unread
     assert len(files) == 3
 
 
+def test_a_folder_of_more_names_than_the_count_is_refused_without_being_listed_whole(
+    tmp_path, monkeypatch
+):
+    """A folder of very many names is listed only as far as the count allows (it was
+    listed whole and sorted first); nbgrader's own files count against nothing."""
+    folder = tmp_path / "sub"
+    (folder / "many").mkdir(parents=True)
+    for i in range(200):
+        (folder / "many" / f"{i:03}.txt").write_text("x")
+    (folder / "timestamp.txt").write_text("2026-12-05 10:00:00")
+    listed = []
+    scandir = os.scandir
+
+    class Counting:
+        def __init__(self, fd):
+            self.inner = scandir(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.inner.close()
+
+        def __iter__(self):
+            for entry in self.inner:
+                listed.append(entry.name)
+                yield entry
+
+    monkeypatch.setattr(safefiles.os, "scandir", Counting)
+    files, refused = safefiles.regular_files(
+        folder, 10**6, 10**7, limit_count=10, uncounted=("timestamp.txt",)
+    )
+    assert refused == ["more than 10 files and folders (c.SubmissionLimits.max_files)"]
+    assert files == {} and len(listed) == 2 + 10  # the top folder's two, then ten of many/
+    listed.clear()
+    files, refused = safefiles.regular_files(
+        folder, 10**6, 10**7, limit_count=201, uncounted=("timestamp.txt",)
+    )
+    assert refused == [] and len(files) == 201 and len(listed) == 202
+
+
 def test_a_file_that_is_not_a_zip_is_refused_with_a_reason(course, tmp_path):
     bad = tmp_path / "download.zip"
     bad.write_text("not a zip")
