@@ -141,6 +141,9 @@ def pinning_copies_without_a_gpu():
 
 # -- a record of what crossed between devices ------------------------------------------------
 MAX_RECORD = 1000  # copies kept in one record; a test needs the first few
+# The last entry of a record whose call ran reads or copies that its dispatch mode did not see
+# (``copy_record``): ``[UNSEEN, "", "", "", "", how many]``.
+UNSEEN = "unseen"
 
 
 def _recording(record, arguments):
@@ -151,6 +154,25 @@ def _recording(record, arguments):
     if record is None:
         return contextlib.nullcontext()
     return copy_record(record, arguments)
+
+
+class _no_stderr:
+    """File descriptor 2 on /dev/null for a moment: PyTorch's profiler writes a line there
+    (from C++) as it starts and stops, which the kernel would show as the student's output."""
+
+    def __enter__(self):
+        import os
+
+        self.kept = os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+
+    def __exit__(self, *exc):
+        import os
+
+        os.dup2(self.kept, 2)
+        os.close(self.kept)
 
 
 def copy_record(record: list, arguments=()):
@@ -177,7 +199,7 @@ def copy_record(record: list, arguments=()):
     - Where each copy's data goes: every op the call's threads run passes on the copies its
       tensors' data came from to what it makes or writes, so ``results(value)`` can say,
       for a tensor the call returned, ``["result", device, device, dtype, dtype, i]`` for
-      each recorded copy ``i`` it came from. ``call`` adds those entries at the end. On
+      each recorded copy ``i`` it came from (for a model, its weights did). ``call`` adds those entries at the end. On
       ``meta``, where no value can be compared, that tells a result computed on the device
       from what crossed from one made there with no values at all.
     - Data the host holds is not a read: the call's tensor ``arguments`` on the CPU (each
@@ -191,7 +213,17 @@ def copy_record(record: list, arguments=()):
       ``torch.from_numpy``), nor a tensor whose storage changed without an op
       (``t.data = ...``).
 
-    The exercises' checks cell records the same way where there is no course-grade."""
+    - What the mode did not see: the call's own thread also runs under PyTorch's profiler
+      (the legacy one, this thread only), which sees every op whatever the dispatch modes
+      are; a read or copy op it saw that the mode did not (run with the modes switched off:
+      ``_disable_current_modes``, ``torch._C._DisableTorchDispatch``) ends the record with
+      ``[UNSEEN, "", "", "", "", n]``, as does a profiler that was stopped or could not
+      start. The bridge then withholds the test's points, and says why. Ops inside another
+      op's kernel are not the call's (only those inside a composite op, which the mode
+      sees, are); those inside a wrapped read above are that read's.
+
+    The exercises' checks cell records the same way where there is no course-grade (without
+    the profiler's second look)."""
     import collections
     import concurrent.futures.thread
     import threading
@@ -204,6 +236,12 @@ def copy_record(record: list, arguments=()):
 
     LIMIT = MAX_RECORD
     aten = torch.ops.aten
+    caller = threading.get_ident()  # the call's own thread: the profiler's look is here only
+    watched = ("_local_scalar_dense", "_to_copy", "copy_")  # the ops of reads and copies
+    seen_by_mode: collections.Counter = collections.Counter()  # watched ops the mode saw here
+    READ_RANGE = "course-grade: a read"  # a profiler range around each wrapped read here
+    reads_made = [0]  # how many of those ranges the wrappers made
+    profiling = [False]
     on = [True]  # the call is running: what it reads and copies is recorded until it returns
     stacks: dict = {}  # thread -> the reads and copies being recorded in it: what runs inside is theirs
     started: list = []  # threads and futures the call started: waited for (2 s at most) at its end
@@ -385,7 +423,14 @@ def copy_record(record: list, arguments=()):
                 before(*args)
             inside().append(name)
             try:
-                out = function(*args, **kwargs)
+                if profiling[0] and threading.get_ident() == caller:
+                    # What a read runs (printing turns the modes off) is the read's: the
+                    # profiler's look leaves it out, by this range.
+                    reads_made[0] += 1
+                    with torch.autograd.profiler.record_function(READ_RANGE):
+                        out = function(*args, **kwargs)
+                else:
+                    out = function(*args, **kwargs)
             finally:
                 inside().pop()
             if after is not None:
@@ -507,6 +552,30 @@ def copy_record(record: list, arguments=()):
     ]
     wrapped += [(concurrent.futures.ThreadPoolExecutor, "submit", submitted)]
 
+    START = "course-grade: the call"
+    composite: dict = {}
+
+    def the_calls_own(event) -> bool:
+        """An op the call itself ran, which the mode sees: not one inside a wrapped read,
+        nor one inside another op's kernel (only inside composite ops, which decompose
+        before the mode, such as ``item`` into ``_local_scalar_dense``)."""
+        parent = event.cpu_parent
+        while parent is not None:
+            if parent.name == READ_RANGE:
+                return False
+            if parent.name.startswith("aten::"):
+                if parent.name not in composite:
+                    try:
+                        composite[parent.name] = torch._C._dispatch_has_kernel_for_dispatch_key(
+                            parent.name, "CompositeImplicitAutograd"
+                        )
+                    except Exception:  # noqa: BLE001 - not an op the dispatcher knows
+                        composite[parent.name] = False
+                if not composite[parent.name]:
+                    return False
+            parent = parent.cpu_parent
+        return True
+
     class Dispatch(TorchDispatchMode):
         """Each copy between devices and each read on the host, seen before it runs (a read
         that fails, as any does on meta, is still recorded); the tensors each op makes."""
@@ -514,6 +583,8 @@ def copy_record(record: list, arguments=()):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             packet = func.overloadpacket
+            if packet.__name__ in watched and threading.get_ident() == caller and not inside():
+                seen_by_mode[packet.__name__] += 1
             leaves = pytree.tree_leaves((args, kwargs))
             given = [a for a in leaves if isinstance(a, torch.Tensor)]
             # An op given a storage (``set_``) takes its data from there: never the host's.
@@ -566,20 +637,58 @@ def copy_record(record: list, arguments=()):
     class CopyRecord(Dispatch):
         def results(self, value) -> list:
             """For a tensor the call returned, one entry ``["result", device, device, dtype,
-            dtype, i]`` for each recorded copy ``i`` its data came from (through any ops)."""
-            if not isinstance(value, torch.Tensor):
-                return []
-            device, dtype = value.device.type, name_of(value.dtype)
-            entries = [
-                ["result", device, device, dtype, dtype, i] for i in sorted(came_from(value))
-            ]
+            dtype, i]`` for each recorded copy ``i`` its data came from (through any ops); for
+            a model it returned, the same for its parameters and buffers, each copy once."""
+            if isinstance(value, torch.nn.Module):
+                tensors = [*value.parameters(), *value.buffers()]
+            else:
+                tensors = [value] if isinstance(value, torch.Tensor) else []
+            entries, seen = [], set()
+            for t in tensors:
+                device, dtype = t.device.type, name_of(t.dtype)
+                for i in sorted(came_from(t) - seen):
+                    seen.add(i)
+                    entries.append(["result", device, device, dtype, dtype, i])
             return entries[: max(0, LIMIT - len(record))]
 
         def __enter__(self):
+            self.profile = None
+            try:
+                self.profile = torch.autograd.profiler.profile(use_kineto=False)
+                with _no_stderr():  # its start and stop say so on stderr: not the student's
+                    self.profile.__enter__()
+                with torch.autograd.profiler.record_function(START):
+                    pass  # finds this thread among the profiler's
+                profiling[0] = True
+            except Exception:  # noqa: BLE001 - one running already: the look is not sure
+                self.profile = None
             self.saved = [(owner, n, owner.__dict__.get(n)) for owner, n, _ in wrapped]
             for owner, n, wrap in wrapped:
                 setattr(owner, n, wrap(n, getattr(owner, n)))
             return super().__enter__()
+
+        def unseen(self) -> int:
+            """Reads and copies the profiler saw on the call's thread that the mode did not
+            (1 where the profiler's look cannot be trusted)."""
+            profiling[0] = False
+            try:
+                with _no_stderr():
+                    self.profile.__exit__(None, None, None)
+                events = list(self.profile.function_events)
+            except Exception:  # noqa: BLE001 - no profile (a call stopped it): not sure
+                return 1
+            start = [e for e in events if e.name == START]
+            if len(start) != 1:
+                return 1
+            here = [e for e in events if e.thread == start[0].thread]
+            if sum(e.name == READ_RANGE for e in here) != reads_made[0]:
+                return 1  # a range the wrappers did not make: someone else's
+            seen: collections.Counter = collections.Counter()
+            for event in here:
+                name = event.name.removeprefix("aten::")
+                if event.name.startswith("aten::") and name in watched and the_calls_own(event):
+                    seen[name] += 1
+            return sum(max(0, seen[n] - seen_by_mode[n]) for n in watched)
 
         def __exit__(self, *exc):
             try:
@@ -592,6 +701,10 @@ def copy_record(record: list, arguments=()):
                         thread.join(max(0.0, deadline - time.monotonic()))
                 return super().__exit__(*exc)
             finally:
+                missed = 1 if self.profile is None else self.unseen()
+                if missed:
+                    del record[LIMIT - 1 :]
+                    record.append([UNSEEN, "", "", "", "", missed])
                 on[0] = False
                 made.clear()
                 hosts.clear()

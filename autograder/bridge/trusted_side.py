@@ -183,7 +183,9 @@ class StudentFunction:
         kernel under a record of each copy between two devices (``student_side.copy_record``),
         the record as plain lists ``[op, from_device, to_device, from_dtype, to_dtype,
         numel]``. Like any answer, a record is what the student's kernel states: a forged one
-        can only claim what a right answer would do."""
+        can only claim what a right answer would do. A record that says it missed some of the
+        call's reads or copies (``student_side.UNSEEN``) is the student's failure: the test
+        cannot be sure, and says so."""
         global ask
         record, asking = [], ask
 
@@ -198,6 +200,17 @@ class StudentFunction:
             result = self(*args, **kwargs)
         finally:
             ask = asking
+        from autograder.bridge.student_side import UNSEEN
+
+        if any(entry[0] == UNSEEN for entry in record):
+            # The test's points rest on what the record shows; a record that missed some of
+            # the call's reads and copies shows nothing sure, so they are withheld.
+            raise StudentAnswerError(
+                f"{self.name}(...) read or copied tensors where the grader's record of its "
+                "copies could not see them (PyTorch's dispatch modes switched off, or its "
+                "profiler stopped or already running): what crossed between devices and what "
+                "was read on the host cannot be known, so this test gives no points"
+            )
         return result, record
 
 

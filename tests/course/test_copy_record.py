@@ -563,3 +563,123 @@ def test_data_the_host_holds_is_not_a_read_and_other_data_put_in_it_is(student, 
     checks["train_step"] = trusted_side.StudentFunction("train_step")
     _, remote = checks["call_recorded"]("train_step", *arguments())
     assert local == remote == HOST_DATA[way]
+
+
+_ITEM = torch.Tensor.item  # as it was before any record's wrappers
+
+
+def _trained_loss(model, optimizer):
+    inputs, labels = torch.randn(8, 2), torch.randint(0, 3, (8,))
+    loss = F.cross_entropy(model(inputs), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def reads_the_loss_with_the_modes_off(model, optimizer):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    loss = _trained_loss(model, optimizer)
+    with _disable_current_modes():
+        _ITEM(loss)
+    return loss.detach()
+
+
+def reads_the_loss_with_the_python_key_off(model, optimizer):
+    loss = _trained_loss(model, optimizer)
+    with torch._C._DisableTorchDispatch():
+        _ITEM(loss)
+    return loss.detach()
+
+
+def copies_float32_with_the_modes_off(images, device, mean, std):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    result = images.to(device).float()
+    with _disable_current_modes():
+        result.copy_((images.float() / 255).to(device))
+    return result
+
+
+def prints_and_trains(model, optimizer):
+    """A right step that prints its host data and reads the loss it may: printing turns the
+    modes off inside, and Adam reads its step count; neither is an op the call hid."""
+    print(model[0].weight.detach().to("cpu"), f"{torch.arange(3)}")
+    return _trained_loss(model, optimizer).detach()
+
+
+def _recorded(function, *args) -> list:
+    record: list = []
+    with student_side.copy_record(record, list(args)) as recording:
+        result = function(*args)
+    return record + recording.results(result)
+
+
+@pytest.mark.parametrize(
+    "function, args",
+    [
+        (reads_the_loss_with_the_modes_off, ()),
+        (reads_the_loss_with_the_python_key_off, ()),
+        (copies_float32_with_the_modes_off, (IMAGES, "meta", MEAN, STD)),
+        (copies_float32_with_the_modes_off, (IMAGES, "cpu", MEAN, STD)),
+    ],
+    ids=["modes-off", "python-key-off", "copy-on-meta", "copy-on-cpu"],
+)
+def test_a_read_or_copy_with_the_dispatch_modes_switched_off_is_said_unseen(function, args):
+    """PyTorch's profiler, on the call's thread, sees the ops the record's mode did not: the
+    record ends with one UNSEEN entry (attack 41: a loss read every step, and float32
+    copied over a result, with the modes off, earned the tests' points)."""
+    if not args:
+        model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+        args = (model, torch.optim.Adam(model.parameters()))
+    record = _recorded(function, *args)
+    assert [e for e in record if e[0] == student_side.UNSEEN] == [
+        [student_side.UNSEEN, "", "", "", "", 1]
+    ]
+
+
+@pytest.mark.parametrize("way", WAYS, ids=lambda way: way.__name__)
+def test_right_and_wrong_calls_with_the_modes_on_leave_nothing_unseen(way):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    for function, args in [
+        (way, (IMAGES, "meta", MEAN, STD)),
+        (way, (IMAGES, "cpu", MEAN, STD)),
+        (prints_and_trains, (model, torch.optim.Adam(model.parameters()))),
+        (prints_and_trains, (model, torch.optim.SGD(model.parameters(), lr=0.1))),
+    ]:
+        record = _recorded(function, *args)
+        assert not [e for e in record if e[0] == student_side.UNSEEN], (function, record)
+
+
+def test_a_record_that_says_it_missed_ops_withholds_the_tests_points_and_says_why(monkeypatch):
+    record = [
+        ["_to_copy", "cpu", "meta", "uint8", "uint8", N],
+        [student_side.UNSEEN, "", "", "", "", 2],
+    ]
+    reply = protocol.dumps({"ok": 1.0, "args": [], "kwargs": [], "record": record})
+    monkeypatch.setattr(trusted_side, "ask", lambda prompt: trusted_side.read_reply(reply))
+    with pytest.raises(trusted_side.StudentAnswerError, match="cannot be known"):
+        trusted_side.StudentFunction("train_step").recorded()
+
+
+def test_a_returned_models_weights_say_which_copies_reached_them_and_a_decoy_is_not_one():
+    """load_checkpoint returns the model: the record's result entries name the copies its
+    weights came from, so a decoy copy of the right size reaches none (attack 41)."""
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(torch.nn.Linear(2, 3).state_dict(), buffer)
+
+    def loads(model, decoy):
+        torch.zeros(9).to("meta") if decoy else None
+        buffer.seek(0)
+        if not decoy:
+            model.load_state_dict(torch.load(buffer, map_location="meta"))
+        return model
+
+    for decoy in (False, True):
+        record = _recorded(loads, torch.nn.Linear(2, 3).to("meta"), decoy)
+        reached = {e[5] for e in record if e[0] == "result"}
+        arrived = sum(record[i][5] for i in reached if record[i][1:3] == ["cpu", "meta"])
+        assert arrived == (0 if decoy else 9), record

@@ -44,6 +44,8 @@ TRUSTED_SIDE = {
     11: "the test's own objects, from which it computes expected values, written",
     12: "a student's words filed in the class report as the tests' hints",
     13: "data that chooses imports, or unbounded work, in the trusted kernel",
+    14: "what the record of a call's copies and reads does not see (the dispatch modes "
+    "switched off, a decoy copy)",
 }
 
 
