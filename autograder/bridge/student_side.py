@@ -443,7 +443,26 @@ def copy_record(record: list, arguments=()):
         return nested(name, method, before=lambda t, *_: read(t, name))
 
     def loaded(name, load):
-        return nested(name, load, after=lambda out, *_: arrived(tensors_in(out), name))
+        def weights_only(*args, **kwargs):
+            """``torch.load`` as PyTorch's weights-only unpickler does it, whatever the call
+            asked: unpickling anything else runs code the file names, inside this read,
+            where nothing is recorded (attack 42 read the loss there). A state_dict loads
+            the same way. What cannot be loaded so is loaded as asked, and the look is
+            not sure."""
+            if threading.get_ident() not in own:
+                return load(*args, **kwargs)
+            source = args[0] if args else kwargs.get("f")
+            where = source.tell() if hasattr(source, "seek") and hasattr(source, "tell") else None
+            try:
+                return load(*args, **{**kwargs, "weights_only": True})
+            except Exception:  # noqa: BLE001 - loaded as asked below, and said unsure
+                look.missed += 1
+                if where is None:
+                    raise
+                source.seek(where)
+                return load(*args, **kwargs)
+
+        return nested(name, weights_only, after=lambda out, *_: arrived(tensors_in(out), name))
 
     def made_from_data(name, factory):
         def after(out, data=None, *rest):
@@ -553,7 +572,90 @@ def copy_record(record: list, arguments=()):
     wrapped += [(concurrent.futures.ThreadPoolExecutor, "submit", submitted)]
 
     START = "course-grade: the call"
+    OP = 0  # an event's scope when it is an op (RecordScope::FUNCTION); a range is 7
     composite: dict = {}
+
+    class SecondLook:
+        """PyTorch's legacy profiler on the call's thread (2 ms to start; kineto's takes a
+        CPU second at its first use in a process), in segments: a profiler the call starts
+        itself (a right step may profile itself) takes the thread's only place, so the look
+        stops before it, checking what ran until then, and starts again once it stops."""
+
+        def __init__(self):
+            self.profile = None  # ours, while it runs
+            self.theirs = None  # the call's own, while it runs
+            self.missed = 0  # reads and copies the mode did not see (1 where not sure)
+
+        def begin(self) -> None:
+            seen_by_mode.clear()
+            reads_made[0] = 0
+            try:
+                profile = torch.autograd.profiler.profile(use_kineto=False)
+                with _no_stderr():  # its start and stop say so on stderr: not the student's
+                    profile.__enter__()
+                with torch.autograd.profiler.record_function(START):
+                    pass  # finds this thread among the profiler's
+            except Exception:  # noqa: BLE001 - one running already, from before: not sure
+                self.missed += 1
+                return
+            self.profile = profile
+            profiling[0] = True
+
+        def end(self) -> None:
+            profiling[0] = False
+            profile, self.profile = self.profile, None
+            if profile is not None:
+                self.missed += unseen_in(profile)
+
+    look = SecondLook()
+
+    def unseen_in(profile) -> int:
+        """Reads and copies the profiler saw on the call's thread that the mode did not (1
+        where its look cannot be trusted: stopped, its start lost, a read range the wrappers
+        did not make)."""
+        try:
+            with _no_stderr():
+                profile.__exit__(None, None, None)
+            events = list(profile.function_events)
+        except Exception:  # noqa: BLE001 - no profile (the call stopped it): not sure
+            return 1
+        start = [e for e in events if e.name == START]
+        if len(start) != 1:
+            return 1
+        here = [e for e in events if e.thread == start[0].thread]
+        if sum(e.name == READ_RANGE for e in here) != reads_made[0]:
+            return 1  # a range the wrappers did not make: someone else's
+        seen: collections.Counter = collections.Counter()
+        for event in here:
+            name = event.name.removeprefix("aten::")
+            if event.scope == OP and name in watched and the_calls_own(event):
+                seen[name] += 1
+        return sum(max(0, seen[n] - seen_by_mode[n]) for n in watched)
+
+    def profiler_starts(name, start):
+        def wrapper(profile, *args, **kwargs):
+            if look.profile is not None and profile is not look.profile:
+                if threading.get_ident() == caller:
+                    look.end()  # what ran before theirs is looked at now
+                    look.theirs = profile
+            return start(profile, *args, **kwargs)
+
+        return wrapper
+
+    def profiler_stops(name, stop):
+        def wrapper(profile, *args, **kwargs):
+            out = stop(profile, *args, **kwargs)
+            if profile is look.theirs:
+                look.theirs = None
+                look.begin()
+            return out
+
+        return wrapper
+
+    wrapped += [
+        (torch.autograd.profiler.profile, "_prepare_trace", profiler_starts),
+        (torch.autograd.profiler.profile, "__exit__", profiler_stops),
+    ]
 
     def the_calls_own(event) -> bool:
         """An op the call itself ran, which the mode sees: not one inside a wrapped read,
@@ -563,7 +665,7 @@ def copy_record(record: list, arguments=()):
         while parent is not None:
             if parent.name == READ_RANGE:
                 return False
-            if parent.name.startswith("aten::"):
+            if parent.scope == OP:  # an op, never a range named like one
                 if parent.name not in composite:
                     try:
                         composite[parent.name] = torch._C._dispatch_has_kernel_for_dispatch_key(
@@ -652,43 +754,11 @@ def copy_record(record: list, arguments=()):
             return entries[: max(0, LIMIT - len(record))]
 
         def __enter__(self):
-            self.profile = None
-            try:
-                self.profile = torch.autograd.profiler.profile(use_kineto=False)
-                with _no_stderr():  # its start and stop say so on stderr: not the student's
-                    self.profile.__enter__()
-                with torch.autograd.profiler.record_function(START):
-                    pass  # finds this thread among the profiler's
-                profiling[0] = True
-            except Exception:  # noqa: BLE001 - one running already: the look is not sure
-                self.profile = None
+            look.begin()
             self.saved = [(owner, n, owner.__dict__.get(n)) for owner, n, _ in wrapped]
             for owner, n, wrap in wrapped:
                 setattr(owner, n, wrap(n, getattr(owner, n)))
             return super().__enter__()
-
-        def unseen(self) -> int:
-            """Reads and copies the profiler saw on the call's thread that the mode did not
-            (1 where the profiler's look cannot be trusted)."""
-            profiling[0] = False
-            try:
-                with _no_stderr():
-                    self.profile.__exit__(None, None, None)
-                events = list(self.profile.function_events)
-            except Exception:  # noqa: BLE001 - no profile (a call stopped it): not sure
-                return 1
-            start = [e for e in events if e.name == START]
-            if len(start) != 1:
-                return 1
-            here = [e for e in events if e.thread == start[0].thread]
-            if sum(e.name == READ_RANGE for e in here) != reads_made[0]:
-                return 1  # a range the wrappers did not make: someone else's
-            seen: collections.Counter = collections.Counter()
-            for event in here:
-                name = event.name.removeprefix("aten::")
-                if event.name.startswith("aten::") and name in watched and the_calls_own(event):
-                    seen[name] += 1
-            return sum(max(0, seen[n] - seen_by_mode[n]) for n in watched)
 
         def __exit__(self, *exc):
             try:
@@ -701,7 +771,8 @@ def copy_record(record: list, arguments=()):
                         thread.join(max(0.0, deadline - time.monotonic()))
                 return super().__exit__(*exc)
             finally:
-                missed = 1 if self.profile is None else self.unseen()
+                look.end()
+                missed = look.missed
                 if missed:
                     del record[LIMIT - 1 :]
                     record.append([UNSEEN, "", "", "", "", missed])

@@ -609,11 +609,63 @@ def prints_and_trains(model, optimizer):
     return _trained_loss(model, optimizer).detach()
 
 
+def profiles_itself_and_loads_a_state_dict(model, optimizer):
+    """A right step that profiles itself (its profiler takes the record's place on the
+    thread for a while) and loads a state_dict with weights_only=False."""
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    model.load_state_dict(torch.load(buffer, weights_only=False))
+    with torch.profiler.profile():
+        loss = _trained_loss(model, optimizer)
+    with torch.autograd.profiler.profile():
+        loss = _trained_loss(model, optimizer)
+    return loss.detach()
+
+
 def _recorded(function, *args) -> list:
     record: list = []
     with student_side.copy_record(record, list(args)) as recording:
         result = function(*args)
     return record + recording.results(result)
+
+
+def reads_the_loss_under_a_range_named_like_an_op(model, optimizer):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    loss = _trained_loss(model, optimizer)
+    with torch.autograd.profiler.record_function("aten::log_step"), _disable_current_modes():
+        _ITEM(loss)
+    return loss.detach()
+
+
+def reads_the_loss_after_profiling_itself(model, optimizer):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with torch.profiler.profile():
+        loss = _trained_loss(model, optimizer)
+    with _disable_current_modes():
+        _ITEM(loss)
+    return loss.detach()
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("code the file named ran",))
+
+
+def reads_the_loss_inside_torch_load(model, optimizer):
+    """Unpickling runs what the file names, inside the read torch.load is to the record."""
+    import io
+
+    loss = _trained_loss(model, optimizer)
+    blob = io.BytesIO()
+    torch.save(_RunsCode(), blob)
+    blob.seek(0)
+    torch.load(blob, weights_only=False)
+    return loss.detach()
 
 
 @pytest.mark.parametrize(
@@ -623,8 +675,19 @@ def _recorded(function, *args) -> list:
         (reads_the_loss_with_the_python_key_off, ()),
         (copies_float32_with_the_modes_off, (IMAGES, "meta", MEAN, STD)),
         (copies_float32_with_the_modes_off, (IMAGES, "cpu", MEAN, STD)),
+        (reads_the_loss_under_a_range_named_like_an_op, ()),
+        (reads_the_loss_after_profiling_itself, ()),
+        (reads_the_loss_inside_torch_load, ()),
     ],
-    ids=["modes-off", "python-key-off", "copy-on-meta", "copy-on-cpu"],
+    ids=[
+        "modes-off",
+        "python-key-off",
+        "copy-on-meta",
+        "copy-on-cpu",
+        "range-named-like-an-op",
+        "after-its-own-profiler",
+        "code-run-by-torch-load",
+    ],
 )
 def test_a_read_or_copy_with_the_dispatch_modes_switched_off_is_said_unseen(function, args):
     """PyTorch's profiler, on the call's thread, sees the ops the record's mode did not: the
@@ -647,6 +710,7 @@ def test_right_and_wrong_calls_with_the_modes_on_leave_nothing_unseen(way):
         (way, (IMAGES, "cpu", MEAN, STD)),
         (prints_and_trains, (model, torch.optim.Adam(model.parameters()))),
         (prints_and_trains, (model, torch.optim.SGD(model.parameters(), lr=0.1))),
+        (profiles_itself_and_loads_a_state_dict, (model, torch.optim.Adam(model.parameters()))),
     ]:
         record = _recorded(function, *args)
         assert not [e for e in record if e[0] == student_side.UNSEEN], (function, record)
