@@ -747,3 +747,28 @@ def test_a_returned_models_weights_say_which_copies_reached_them_and_a_decoy_is_
         reached = {e[5] for e in record if e[0] == "result"}
         arrived = sum(record[i][5] for i in reached if record[i][1:3] == ["cpu", "meta"])
         assert arrived == (0 if decoy else 9), record
+
+
+def test_a_read_in_a_thread_started_with_thread_is_the_calls():
+    """``_thread.start_new_thread`` called in the call starts a thread the record follows
+    (attack 42 read the loss in one, unseen by the mode and the profiler's look)."""
+    import _thread
+
+    def reads_in_a_raw_thread(loss):
+        done = _thread.allocate_lock()
+        done.acquire()
+
+        def read():
+            try:
+                loss.clone().item()
+            finally:
+                done.release()
+
+        _thread.start_new_thread(read, ())
+        done.acquire()
+        return loss.detach()
+
+    loss = torch.randn(()).to("meta").requires_grad_()
+    record = _recorded(reads_in_a_raw_thread, loss * 2)
+    assert [e[2] for e in record if e[0] != "result"] == ["host"], record
+    assert _thread.start_new_thread.__module__ == "_thread"  # put back as it was
