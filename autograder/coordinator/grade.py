@@ -487,6 +487,23 @@ def worker_context():
     return context
 
 
+def _let_the_fork_server_end_with_the_coordinator() -> None:
+    """In a worker forked by the fork server: close the end of the fork server's "alive"
+    pipe that multiprocessing hands every child it forks (so that a child could ask it
+    for processes of its own, which a worker never does). The fork server ends when every
+    holder has closed it; with the workers holding it, a killed coordinator left the fork
+    server, its workers and their kernels running for good, each waiting for the other
+    (a worker dies with its parent, the fork server)."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is not None and multiprocessing.parent_process() is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        server._forkserver_alive_fd = None
+
+
 def _quiet_resource_tracker() -> None:
     """Start multiprocessing's resource tracker with its stderr on /dev/null. After Ctrl-C
     the pool ends at once (``os._exit``), and the tracker unlinks the pool's semaphores,
@@ -523,6 +540,7 @@ def init_pool_worker(
     # ``safefiles.write_tree`` with its own modes; they only pass through the course
     # copy's folder to their test files (the source's data, no secret).
     os.umask(0o077)
+    _let_the_fork_server_end_with_the_coordinator()
     if environment is not None:
         os.environ.clear()
         os.environ.update(environment)

@@ -144,7 +144,7 @@ def test_the_log_file_holds_every_submission_and_nbgraders_own_lines(graded):
         if row["fate"] in ("graded", "timed out", "killed for memory", "too many processes"):
             assert f"autograder.coordinator.grade INFO: {student}: {row['fate']}" in text, student
     assert " autograder.nbgrader.Autograde." in text
-    assert "SpawnProcess" in text and "MainProcess" in text
+    assert "ForkServerProcess" in text and "MainProcess" in text
     # nbgrader's false alarm for a test cell exactly as released (jupyter/nbgrader#1961)
     # is left out; a cell a student changed is still named.
     released = {
