@@ -141,8 +141,8 @@ def pinning_copies_without_a_gpu():
 
 # -- a record of what crossed between devices ------------------------------------------------
 MAX_RECORD = 1000  # copies kept in one record; a test needs the first few
-# The last entry of a record whose call ran reads or copies that its dispatch mode did not see
-# (``copy_record``): ``[UNSEEN, "", "", "", "", how many]``.
+# The entry that ends the copies of a record whose call ran reads or copies its dispatch mode
+# did not see (``copy_record``): ``[UNSEEN, "", "", "", "", how many]``.
 UNSEEN = "unseen"
 
 
@@ -239,10 +239,7 @@ def copy_record(record: list, arguments=()):
     aten = torch.ops.aten
     caller = threading.get_ident()  # the call's own thread: the profiler's look is here only
     watched = ("_local_scalar_dense", "_to_copy", "copy_")  # the ops of reads and copies
-    seen_by_mode: collections.Counter = collections.Counter()  # watched ops the mode saw here
     READ_RANGE = "course-grade: a read"  # a profiler range around each wrapped read here
-    reads_made = [0]  # how many of those ranges the wrappers made
-    profiling = [False]
     on = [True]  # the call is running: what it reads and copies is recorded until it returns
     stacks: dict = {}  # thread -> the reads and copies being recorded in it: what runs inside is theirs
     started: list = []  # threads and futures the call started: waited for (2 s at most) at its end
@@ -424,10 +421,10 @@ def copy_record(record: list, arguments=()):
                 before(*args)
             inside().append(name)
             try:
-                if profiling[0] and threading.get_ident() == caller:
+                if look.profile is not None and threading.get_ident() == caller:
                     # What a read runs (printing turns the modes off) is the read's: the
                     # profiler's look leaves it out, by this range.
-                    reads_made[0] += 1
+                    look.reads += 1
                     with torch.autograd.profiler.record_function(READ_RANGE):
                         out = function(*args, **kwargs)
                 else:
@@ -604,10 +601,12 @@ def copy_record(record: list, arguments=()):
             self.profile = None  # ours, while it runs
             self.theirs = None  # the call's own, while it runs
             self.missed = 0  # reads and copies the mode did not see (1 where not sure)
+            self.seen: collections.Counter = collections.Counter()  # watched ops the mode saw
+            self.reads = 0  # READ_RANGEs the wrappers made
 
         def begin(self) -> None:
-            seen_by_mode.clear()
-            reads_made[0] = 0
+            self.seen.clear()
+            self.reads = 0
             try:
                 profile = torch.autograd.profiler.profile(use_kineto=False)
                 with _no_stderr():  # its start and stop say so on stderr: not the student's
@@ -618,10 +617,8 @@ def copy_record(record: list, arguments=()):
                 self.missed += 1
                 return
             self.profile = profile
-            profiling[0] = True
 
         def end(self) -> None:
-            profiling[0] = False
             profile, self.profile = self.profile, None
             if profile is not None:
                 self.missed += unseen_in(profile)
@@ -642,14 +639,14 @@ def copy_record(record: list, arguments=()):
         if len(start) != 1:
             return 1
         here = [e for e in events if e.thread == start[0].thread]
-        if sum(e.name == READ_RANGE for e in here) != reads_made[0]:
+        if sum(e.name == READ_RANGE for e in here) != look.reads:
             return 1  # a range the wrappers did not make: someone else's
         seen: collections.Counter = collections.Counter()
         for event in here:
             name = event.name.removeprefix("aten::")
             if event.scope == OP and name in watched and the_calls_own(event):
                 seen[name] += 1
-        return sum(max(0, seen[n] - seen_by_mode[n]) for n in watched)
+        return sum(max(0, seen[n] - look.seen[n]) for n in watched)
 
     def profiler_starts(name, start):
         def wrapper(profile, *args, **kwargs):
@@ -705,7 +702,7 @@ def copy_record(record: list, arguments=()):
             kwargs = kwargs or {}
             packet = func.overloadpacket
             if packet.__name__ in watched and threading.get_ident() == caller and not inside():
-                seen_by_mode[packet.__name__] += 1
+                look.seen[packet.__name__] += 1
             leaves = pytree.tree_leaves((args, kwargs))
             given = [a for a in leaves if isinstance(a, torch.Tensor)]
             # An op given a storage (``set_``) takes its data from there: never the host's.

@@ -95,3 +95,20 @@ def with_a_cell_of_no_role(grade_id: str):
     }
     nb.cells.append(cell)
     return nb
+
+
+def reading_the_loss(hide: str) -> str:
+    """gpu_training's train_step (the solution's step) that reads the loss on the host every
+    step, a GPU sync each time, with ``Tensor.item`` as it was before any record's wrappers,
+    inside ``with <hide>:``: the tricks that hide a read from the record differ only there."""
+    from tests.submissions_gpu_training import STEP, _train_step
+
+    return "_item = torch.Tensor.item\n_history = []\n\n" + _train_step(
+        *STEP,
+        f"with {hide}:",
+        "    try:",
+        "        _history.append(_item(loss))  # a read on the host, every step",
+        "    except Exception:",
+        "        pass  # meta has no value",
+        "return loss.detach()",
+    )

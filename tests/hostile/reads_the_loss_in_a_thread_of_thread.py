@@ -3,9 +3,9 @@
 call starts through ``threading`` and its pools, hoping a raw one is not followed
 (attack 42)."""
 
-from tests.submissions_gpu_training import SOLUTIONS
+from tests.submissions_gpu_training import SOLUTIONS, STEP, _train_step
 
-STEP = """
+HELPERS = """
 import _thread
 _history = []
 
@@ -17,27 +17,23 @@ def _read(loss, done):
     finally:
         done.release()
 
-def train_step(model, optimizer, inputs, labels):
-    device = next(model.parameters()).device
-    inputs = inputs.to(device)
-    labels = labels.to(device=device, dtype=torch.int64)
-    loss = F.cross_entropy(model(inputs), labels)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    done = _thread.allocate_lock()
-    done.acquire()
-    {start}
-    done.acquire()  # waited for: the read is this step's
-    return loss.detach()
 """
+
+
+def _step(start: str) -> str:
+    return HELPERS + _train_step(
+        *STEP,
+        "done = _thread.allocate_lock()",
+        "done.acquire()",
+        start,
+        "done.acquire()  # waited for: the read is this step's",
+        "return loss.detach()",
+    )
+
 
 UNIT = "gpu_training"
 WEAKNESS = 14
 STUDENT_ID = "trick-reads-the-loss-in-a-thread-of-thread"
-ANSWERS = {
-    **SOLUTIONS,
-    "q4_train_step": STEP.format(start="_thread.start_new_thread(_read, (loss, done))"),
-}
+ANSWERS = {**SOLUTIONS, "q4_train_step": _step("_thread.start_new_thread(_read, (loss, done))")}
 # The same read in the call's own thread: test_q4_stays_on_device's 2 points lost.
-TWIN = {**SOLUTIONS, "q4_train_step": STEP.format(start="_read(loss, done)")}
+TWIN = {**SOLUTIONS, "q4_train_step": _step("_read(loss, done)")}

@@ -1,44 +1,40 @@
 """train_step reads the loss on the host every step from inside ``torch.load``: it unpickles
-a blob of its own whose ``__reduce__`` calls back into the notebook, in the window where the
-record counts only what ``torch.load`` brings to a device (attack 42)."""
+a blob it made before any call, whose ``__reduce__`` calls back into the notebook, in the
+window where the record counts only what ``torch.load`` brings to a device (attack 42)."""
 
-from tests.submissions_gpu_training import SOLUTIONS
+from tests.submissions_gpu_training import SOLUTIONS, STEP, _train_step
 
-STEP = """
+HELPERS = """
 import io as _io
-_history = []
+_history, _loss = [], [None]
 
-def _read(loss):
+def _read():
     try:
-        _history.append(loss.item())  # a read on the host, every step
+        _history.append(_loss[0].item())  # a read on the host, every step
     except Exception:
         pass  # meta has no value
 
 class _Later:
-    def __init__(self, loss):
-        self.loss = loss
     def __reduce__(self):
-        return (_read, (self.loss,))
+        return (_read, ())
 
-def train_step(model, optimizer, inputs, labels):
-    device = next(model.parameters()).device
-    inputs = inputs.to(device)
-    labels = labels.to(device=device, dtype=torch.int64)
-    loss = F.cross_entropy(model(inputs), labels)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    {read}
-    return loss.detach()
+_blob = _io.BytesIO()
+torch.save(_Later(), _blob)
+_BLOB = _blob.getvalue()
+
 """
-INSIDE = """blob = _io.BytesIO()
-    torch.save(_Later(loss.detach()), blob)
-    blob.seek(0)
-    torch.load(blob, weights_only=False)"""
+
+
+def _step(read: str) -> str:
+    return HELPERS + _train_step(*STEP, "_loss[0] = loss.detach()", read, "return loss.detach()")
+
 
 UNIT = "gpu_training"
 WEAKNESS = 14
 STUDENT_ID = "trick-reads-the-loss-inside-torch-load"
-ANSWERS = {**SOLUTIONS, "q4_train_step": STEP.format(read=INSIDE)}
+ANSWERS = {
+    **SOLUTIONS,
+    "q4_train_step": _step("torch.load(_io.BytesIO(_BLOB), weights_only=False)"),
+}
 # The same read, outside torch.load: test_q4_stays_on_device's 2 points lost.
-TWIN = {**SOLUTIONS, "q4_train_step": STEP.format(read="_read(loss.detach())")}
+TWIN = {**SOLUTIONS, "q4_train_step": _step("_read()")}
