@@ -188,3 +188,19 @@ def test_the_end_of_input_as_a_reply_is_a_failed_answer_not_the_test_kernels_fai
     status, outputs = test_session("answer", bridge, bind)
     assert [protocol.request_body(p)["op"] for p in bridge.asked] == ["describe"]
     assert status == "error" and "answer" in " ".join(errors(outputs))
+
+
+def test_a_failing_test_cell_shows_a_plain_traceback_with_its_assert_and_message():
+    """The test kernel's tracebacks are IPython's "Plain" (the failing lines and the
+    message), not its default "Context" (every frame's source, highlighted): a fourth of
+    the CPU for a failing test, and the student still reads which assert failed and why."""
+    import re
+
+    code = "def check(x):\n    assert x == 2, 'x should be 2'\ncheck(1)"
+    status, outputs = test_session(code)
+    (error,) = [o for o in outputs if o["output_type"] == "error"]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error["traceback"]))
+    assert status == "error" and error["evalue"] == "x should be 2"
+    assert "assert x == 2, 'x should be 2'" in text
+    assert text.lstrip().startswith("Traceback (most recent call last):"), text
+    assert "---->" not in text and "-" * 20 not in text, text  # Context's arrows and rule
