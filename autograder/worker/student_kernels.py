@@ -14,10 +14,12 @@ never run a cell. For each submission:
   is alive and not stopped (a kernel can signal it: then a new template starts), and asks
   for one child on new ipc ports with a new key;
 - the child empties ``/tmp`` and ``/dev/shm``, fills its working folder and becomes the
-  kernel. Its own watchdog holds its memory (its tree's resident memory and the tmpfs),
-  wall time, CPU share and process count, as for a started kernel; the template's control
-  group, when there is one, caps the template and its child together, and an OOM kill in
-  it counts against the child.
+  kernel. The template's control group, when there is one, caps the template and its
+  child together (memory, tmpfs pages included, and CPU); the kernel's watchdog counts
+  its tasks there (``KernelShare``), an OOM kill in it counts against the child, and the
+  watchdog keeps its wall time. Without a group, its watchdog holds its memory (its
+  tree's resident memory and the tmpfs), wall time, CPU share and process count, as for
+  a started kernel.
 
 Where no template can serve (``Sandbox.kernel_templates`` False, no sandbox, a template
 that will not start or has more than one thread), the kernel starts as any kernel, and
@@ -401,7 +403,15 @@ class ForkedKernelManager(SandboxedKernelManager):
             watched.max_processes = max(
                 1, watched.max_processes - _threads_of_uid(kept.km._own_processes.values(), child)
             )
-        self._watchdog = Watchdog(child.pid, watched, self.events, None)
+        # In the template's control group the kernel's share of it is read from the
+        # group's own files; walking /proc (every process of the machine, five times a
+        # second) cost about a twentieth of a CPU second a submission.
+        share = (
+            KernelShare(kept.km._group, kept.km._own_processes.values(), self._oom_before)
+            if kept.capped()
+            else None
+        )
+        self._watchdog = Watchdog(child.pid, watched, self.events, share)
         self.ip = self.relay_from(ip)
         self.provisioner.connection_info = {**info, "ip": self.ip}
         self._watchdog.start()
@@ -420,6 +430,32 @@ class ForkedKernelManager(SandboxedKernelManager):
             kept = getattr(self, "_kept", None)
             if kept is not None:
                 kept.end_kernels()  # whatever the kernel started goes with it
+
+
+class KernelShare:
+    """What one forked kernel holds of its template's control group, as the watchdog
+    reads a group: its tasks (the group's, less the template's own processes' threads,
+    which do not change while a kernel lives: the kernel before was ended first), and
+    the OOM kills since it was forked. A process the kernel left outside its own tree
+    (a daemon that the sandbox's init adopted) still counts: it is in the group."""
+
+    def __init__(self, group, own_processes, oom_before: int):
+        self.group, self.oom_before = group, oom_before
+        self.own = 0
+        for p in own_processes:
+            try:
+                self.own += p.num_threads()
+            except psutil.NoSuchProcess:
+                continue
+
+    def tasks(self) -> int:
+        return max(0, self.group.tasks() - self.own)
+
+    def oom_kills(self) -> int:
+        return self.group.oom_kills() - self.oom_before
+
+    def peak_mb(self) -> int:
+        return self.group.peak_mb()
 
 
 def _threads_of_uid(processes, child: psutil.Process) -> int:

@@ -288,6 +288,40 @@ print("lived")
     assert int(stat.split("nr_throttled")[1].split()[0]) > 0  # and it did hold them
 
 
+def test_a_forked_kernels_processes_outside_its_own_tree_count_in_its_limit(tmp_path):
+    """Under a control group the forked kernel's watchdog counts the kernel's tasks in the
+    group (``KernelShare``), never by walking /proc from the kernel down: a process it
+    left behind (started with ``&`` by a shell that exits, adopted by the sandbox's init) is out
+    of its tree but in its group, and counts towards Sandbox.max_processes."""
+    from autograder.fates import Kind
+    from autograder.sandbox import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    # One process out of the kernel's tree starts threads until none more may start, and
+    # holds them: the kernel's processes and threads are then at the limit, as a fork
+    # bomb's copies are.
+    orphans = """
+import subprocess, sys, time
+HOLD = '''
+import threading, time
+for _ in range(200):
+    try:
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    except RuntimeError:
+        break
+time.sleep(30)
+'''
+subprocess.run(["/bin/sh", "-c", '"$1" -c "$0" &', HOLD, sys.executable], check=True)
+time.sleep(4)
+print("lived")
+"""
+    texts, km = run([orphans], staged(tmp_path, "f.txt", "A"), max_processes=40)
+    assert km.without_template is None, km.without_template
+    assert isinstance(km._watchdog.group, student_kernels.KernelShare)
+    assert [e.kind for e in km.events] == [Kind.PROCESSES], (texts, km.events)
+
+
 def test_templates_turned_off_start_the_kernel_as_any_kernel_and_say_why(tmp_path):
     texts, km = run(
         ["import sys; print('torch' in sys.modules)"],
