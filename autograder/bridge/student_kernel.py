@@ -23,11 +23,19 @@ from __future__ import annotations
 
 from ipykernel.ipkernel import IPythonKernel
 
-from autograder.bridge import protocol, student_side
+from autograder.bridge import cells, protocol, student_side
 
 
 class BridgeKernel(IPythonKernel):
     msg_types = [*IPythonKernel.msg_types, protocol.REQUEST_MSG]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.transform = cells.transform_once(self.shell)
+
+    async def do_execute(self, *args, **kwargs):
+        self.transform.forget()
+        return await super().do_execute(*args, **kwargs)
 
     async def course_grade_request(self, stream, ident, parent) -> None:
         status = "error"

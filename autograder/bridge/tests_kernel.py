@@ -22,7 +22,7 @@ import io
 
 from ipykernel.ipkernel import IPythonKernel
 
-from autograder.bridge import protocol, trusted_side
+from autograder.bridge import cells, protocol, trusted_side
 
 # IPython's default tracebacks ("Context": every frame's source lines, highlighted with
 # pygments) cost a failing test cell about 17 ms of the test kernel's CPU, "Plain" (the
@@ -37,6 +37,7 @@ class TestsKernel(IPythonKernel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.shell.InteractiveTB.set_mode(mode=TRACEBACK_MODE)
+        self.transform = cells.transform_once(self.shell)
 
     async def do_execute(
         self,
@@ -49,6 +50,7 @@ class TestsKernel(IPythonKernel):
         cell_meta=None,
         cell_id=None,
     ):
+        self.transform.forget()
         wanted = (cell_meta or {}).get(protocol.BIND_KEY) if isinstance(cell_meta, dict) else None
         if wanted is not None:
             self._allow_stdin = allow_stdin  # binding asks through the stdin channel

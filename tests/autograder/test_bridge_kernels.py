@@ -204,3 +204,40 @@ def test_a_failing_test_cell_shows_a_plain_traceback_with_its_assert_and_message
     assert "assert x == 2, 'x should be 2'" in text
     assert text.lstrip().startswith("Traceback (most recent call last):"), text
     assert "---->" not in text and "-" * 20 not in text, text  # Context's arrows and rule
+
+
+def printed(kc, code: str) -> str:
+    texts = []
+    kc.execute_interactive(
+        code,
+        timeout=TIMEOUT,
+        output_hook=lambda m: (
+            texts.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None
+        ),
+    )
+    return "".join(texts)
+
+
+@pytest.mark.parametrize(
+    "kernel", [protocol.STUDENT_KERNEL_OPTION, protocol.TESTS_KERNEL_OPTION], indirect=True
+)
+def test_both_kernels_transform_a_cell_once_and_never_reuse_it_for_a_later_cell(kernel):
+    """ipykernel transforms each cell twice (to ask whether it awaits, then in run_cell):
+    ``cells.TransformOnce`` makes the second a copy of the first, and only within one
+    request: a transformer a cell adds applies to the next cell of the same text."""
+    run(
+        kernel,
+        "calls = []\ninner = get_ipython().transform_cell.transform\n"
+        "get_ipython().transform_cell.transform = lambda c: calls.append(c) or inner(c)",
+    )
+    run(kernel, "x = 1")
+    assert printed(kernel, "print(len(calls))") == "2\n"  # this cell and the one before
+    # A cell that awaits is transformed once (what was kept is not taken): it adds a
+    # transformer, and the same text run again must go through it.
+    awaits = (
+        "import asyncio\nawait asyncio.sleep(0)\n"
+        "get_ipython().input_transformers_post.append("
+        "lambda lines: [l.replace(\"'a'\", \"'b'\") for l in lines])\nprint('a')"
+    )
+    assert printed(kernel, awaits) == "a\n"
+    assert printed(kernel, awaits) == "b\n"
