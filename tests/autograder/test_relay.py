@@ -139,3 +139,48 @@ def test_a_relayed_kernel_answers_input_and_interrupts():
     assert reply == ("30000000\ngot ada\n", "KeyboardInterrupt"), reply
     assert not events
     assert relay.poll() == -9  # relayed until the kernel's shutdown, which killed it
+
+
+def test_a_relay_holds_its_memory_limit_and_dies_with_the_grader_that_started_it(tmp_path):
+    """The relay is spawned without a preexec_fn (vfork, not a copy of the grader): it caps
+    its own memory and ties its life to the grader's thread before it reads anything."""
+    import signal
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "relay"
+    grader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
+import time
+from pathlib import Path
+from autograder.sandbox.relay import Relay
+relay = Relay(Path({str(tmp_path / "r")!r}), 8_000_000)
+open({str(pidfile)!r}, "w").write(str(relay.process.pid))
+time.sleep(120)
+""",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    relay = psutil.Process(int(pidfile.read_text()))
+    from autograder.sandbox.relay import memory_limit
+
+    while True:  # it sets its limit at its start
+        limits = Path(f"/proc/{relay.pid}/limits").read_text()
+        line = next(x for x in limits.splitlines() if x.startswith("Max data size"))
+        if line.split()[3] != "unlimited" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert int(line.split()[3]) == memory_limit(8_000_000), line
+    grader.send_signal(signal.SIGKILL)
+    grader.wait()
+    deadline = time.monotonic() + 5
+    while relay.is_running() and relay.status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the relay outlived the grader"
+        time.sleep(0.05)
