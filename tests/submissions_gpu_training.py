@@ -495,6 +495,24 @@ FULL_MARKS: dict[str, dict[str, str]] = {
     },
 }
 
+# The loss computed by a function compiled with torch.compile: on meta a compiled graph
+# gets no gradients (no autograd kernel there), so the device test once took 1 point from
+# this right step for the optimizer's missing state on meta (outside attack 42, t4.compile).
+FULL_MARKS["compiled_loss"] = {
+    **SOLUTIONS,
+    "q4_train_step": (
+        "_loss = torch.compile(lambda m, x, y: F.cross_entropy(m(x), y), backend='aot_eager')\n"
+        + _train_step(
+            WHERE,
+            "loss = _loss(model, inputs.to(device), labels.to(device).long())",
+            "optimizer.zero_grad()",
+            "loss.backward()",
+            "optimizer.step()",
+            "return loss.detach()",
+        )
+    ),
+}
+
 # Every name the checks and tests use (numbers, math, np, torch, F, check...) is the learner's.
 FULL_MARKS["rebinds_every_public_name"] = kit.rebinding_every_public_name(SOLUTIONS, SOURCE)
 

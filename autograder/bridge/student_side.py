@@ -11,6 +11,8 @@ nothing the notebook can see, and never raises.
 from __future__ import annotations
 
 import builtins
+import os
+import sys
 from collections.abc import Sequence
 
 from autograder.bridge import plaindata, protocol
@@ -141,6 +143,29 @@ def pinning_copies_without_a_gpu():
 
 # -- a record of what crossed between devices ------------------------------------------------
 MAX_RECORD = 1000  # copies kept in one record; a test needs the first few
+
+
+def _torch_safe_globals() -> frozenset:
+    """What PyTorch itself declared safe for weights-only loading (nested tensors...), as it
+    was when this module was imported: in a kernel's template, or at a kernel's start,
+    before any notebook code (empty where torch was not imported yet: then a load of such
+    objects in a recorded call is loaded as asked, and said unseen)."""
+    unpickler = sys.modules.get("torch._weights_only_unpickler")
+    return frozenset(getattr(unpickler, "_marked_safe_globals_set", ()))
+
+
+TORCH_SAFE_GLOBALS = _torch_safe_globals()
+# Each recorded call's look at a fork on its threads (``os.register_at_fork``, once).
+_FORK_WATCHERS: list = []
+
+
+def _forking() -> None:
+    for watcher in list(_FORK_WATCHERS):
+        watcher()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_forking)
 # The entry that ends the copies of a record whose call ran reads or copies its dispatch mode
 # did not see (``copy_record``): ``[UNSEEN, "", "", "", "", how many]``.
 UNSEEN = "unseen"
@@ -218,7 +243,9 @@ def copy_record(record: list, arguments=()):
       are; a read or copy op it saw that the mode did not (run with the modes switched off:
       ``_disable_current_modes``, ``torch._C._DisableTorchDispatch``) ends the record with
       ``[UNSEEN, "", "", "", "", n]``, as does a profiler that was stopped or could not
-      start. The bridge then withholds the test's points, and says why. Ops inside another
+      start, a profiler of the call's own still running when it returns, and a fork on the
+      call's threads (the child records in its own copy). The bridge then withholds the
+      test's points, and says why. Ops inside another
       op's kernel are not the call's (only those inside a composite op, which the mode
       sees, are); those inside a wrapped read above are that read's.
 
@@ -451,14 +478,24 @@ def copy_record(record: list, arguments=()):
                 return load(*args, **kwargs)
             source = args[0] if args else kwargs.get("f")
             where = source.tell() if hasattr(source, "seek") and hasattr(source, "tell") else None
+            # Only PyTorch's own allowlist: a function the notebook declared safe
+            # (``add_safe_globals``, ``safe_globals``) is called by the unpickler, inside this
+            # read (attack 43 read the loss in one). The set itself is swapped, not through
+            # functions the notebook could have replaced.
+            unpickler = torch._weights_only_unpickler
+            theirs = unpickler._marked_safe_globals_set
+            unpickler._marked_safe_globals_set = set(TORCH_SAFE_GLOBALS)
             try:
                 return load(*args, **{**kwargs, "weights_only": True})
             except Exception:  # noqa: BLE001 - loaded as asked below, and said unsure
                 look.missed += 1
                 if where is None:
                     raise
+                unpickler._marked_safe_globals_set = theirs
                 source.seek(where)
                 return load(*args, **kwargs)
+            finally:
+                unpickler._marked_safe_globals_set = theirs
 
         return nested(name, weights_only, after=lambda out, *_: arrived(tensors_in(out), name))
 
@@ -625,6 +662,13 @@ def copy_record(record: list, arguments=()):
 
     look = SecondLook()
 
+    def forked() -> None:
+        """A fork on the call's threads (``os.fork``, multiprocessing's fork, a
+        ``preexec_fn``): what the child reads or copies is in the child's copy of the
+        record, never this one (attack 43 read the loss in a child and piped it back)."""
+        if on[0] and threading.get_ident() in own:
+            look.missed += 1
+
     def unseen_in(profile) -> int:
         """Reads and copies the profiler saw on the call's thread that the mode did not (1
         where its look cannot be trusted: stopped, its start lost, a read range the wrappers
@@ -650,11 +694,18 @@ def copy_record(record: list, arguments=()):
 
     def profiler_starts(name, start):
         def wrapper(profile, *args, **kwargs):
-            if look.profile is not None and profile is not look.profile:
-                if threading.get_ident() == caller:
-                    look.end()  # what ran before theirs is looked at now
-                    look.theirs = profile
-            return start(profile, *args, **kwargs)
+            if look.profile is None or profile is look.profile or threading.get_ident() != caller:
+                return start(profile, *args, **kwargs)
+            look.end()  # what ran before theirs is looked at now
+            try:
+                out = start(profile, *args, **kwargs)
+            except BaseException:
+                # Theirs did not start (attack 43 prepared ``object()``, which raises): ours
+                # looks again at once, never waiting for an exit that will not come.
+                look.begin()
+                raise
+            look.theirs = profile
+            return out
 
         return wrapper
 
@@ -770,6 +821,7 @@ def copy_record(record: list, arguments=()):
             return entries[: max(0, LIMIT - len(record))]
 
         def __enter__(self):
+            _FORK_WATCHERS.append(forked)
             look.begin()
             self.saved = [(owner, n, owner.__dict__.get(n)) for owner, n, _ in wrapped]
             for owner, n, wrap in wrapped:
@@ -788,6 +840,13 @@ def copy_record(record: list, arguments=()):
                 return super().__exit__(*exc)
             finally:
                 look.end()
+                if look.theirs is not None:
+                    # A profiler of the call's own that never ended (prepared, never
+                    # exited): the look stood aside until the end, and cannot be sure.
+                    look.theirs = None
+                    look.missed += 1
+                if forked in _FORK_WATCHERS:
+                    _FORK_WATCHERS.remove(forked)
                 missed = look.missed
                 if missed:
                     del record[LIMIT - 1 :]

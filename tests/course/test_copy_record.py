@@ -625,6 +625,15 @@ def profiles_itself_and_loads_a_state_dict(model, optimizer):
     return loss.detach()
 
 
+def profiles_itself_with_start_and_stop(model, optimizer):
+    """A right step that starts and stops a profiler of its own (no ``with``)."""
+    profiler = torch.profiler.profile()
+    profiler.start()
+    loss = _trained_loss(model, optimizer)
+    profiler.stop()
+    return loss.detach()
+
+
 def _recorded(function, *args) -> list:
     record: list = []
     with student_side.copy_record(record, list(args)) as recording:
@@ -668,6 +677,68 @@ def reads_the_loss_inside_torch_load(model, optimizer):
     return loss.detach()
 
 
+def reads_the_loss_after_a_profiler_that_never_started(model, optimizer):
+    """Attack 43: the look stood aside for a profiler whose start raised, and never came
+    back (no exit followed)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    try:
+        torch.autograd.profiler.profile._prepare_trace(object())
+    except Exception:  # noqa: BLE001 - the trick wants it to fail
+        pass
+    loss = _trained_loss(model, optimizer)
+    with _disable_current_modes():
+        _ITEM(loss)
+    return loss.detach()
+
+
+_DECLARED: list = []
+
+
+def _read_declared():
+    _DECLARED.append(_ITEM(_DECLARED[0]))
+    return 0
+
+
+class _CallsADeclaredFunction:
+    def __reduce__(self):
+        return (_read_declared, ())
+
+
+def reads_the_loss_in_a_function_declared_safe_to_load(model, optimizer):
+    """Attack 43: the weights-only unpickler calls what the notebook declared safe
+    (``add_safe_globals``), inside the load."""
+    import io
+
+    loss = _trained_loss(model, optimizer)
+    blob = io.BytesIO()
+    torch.save(_CallsADeclaredFunction(), blob)
+    blob.seek(0)
+    _DECLARED[:] = [loss.detach()]
+    with torch.serialization.safe_globals([_read_declared]):
+        torch.load(blob)
+    return loss.detach()
+
+
+def reads_the_loss_in_a_forked_child(model, optimizer):
+    """Attack 43: a child of ``os.fork`` reads the loss and pipes it back."""
+    import os
+
+    loss = _trained_loss(model, optimizer)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, repr(_ITEM(loss)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.read(read_end, 100)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    return loss.detach()
+
+
 @pytest.mark.parametrize(
     "function, args",
     [
@@ -678,6 +749,9 @@ def reads_the_loss_inside_torch_load(model, optimizer):
         (reads_the_loss_under_a_range_named_like_an_op, ()),
         (reads_the_loss_after_profiling_itself, ()),
         (reads_the_loss_inside_torch_load, ()),
+        (reads_the_loss_after_a_profiler_that_never_started, ()),
+        (reads_the_loss_in_a_function_declared_safe_to_load, ()),
+        (reads_the_loss_in_a_forked_child, ()),
     ],
     ids=[
         "modes-off",
@@ -687,6 +761,9 @@ def reads_the_loss_inside_torch_load(model, optimizer):
         "range-named-like-an-op",
         "after-its-own-profiler",
         "code-run-by-torch-load",
+        "after-a-profiler-that-never-started",
+        "declared-safe-to-load",
+        "in-a-forked-child",
     ],
 )
 def test_a_read_or_copy_with_the_dispatch_modes_switched_off_is_said_unseen(function, args):
@@ -711,6 +788,7 @@ def test_right_and_wrong_calls_with_the_modes_on_leave_nothing_unseen(way):
         (prints_and_trains, (model, torch.optim.Adam(model.parameters()))),
         (prints_and_trains, (model, torch.optim.SGD(model.parameters(), lr=0.1))),
         (profiles_itself_and_loads_a_state_dict, (model, torch.optim.Adam(model.parameters()))),
+        (profiles_itself_with_start_and_stop, (model, torch.optim.Adam(model.parameters()))),
     ]:
         record = _recorded(function, *args)
         assert not [e for e in record if e[0] == student_side.UNSEEN], (function, record)
