@@ -8,7 +8,9 @@ text, the first call's result, once. Nothing runs between the two calls but the 
 ``should_run_async``, so the result is what the second transform would have made.
 ``forget`` at the start of every execute request: a cell that awaits is transformed once
 (run_cell_async is given the result), and what it kept must never answer a later cell,
-which may come after code that added a transformer of its own.
+which may come after code that added a transformer of its own. (While such a cell runs,
+its own code asking to transform its own text again would get the kept result: no
+course's cell does.)
 
 Both kernels use it (``tests_kernel``, ``student_kernel``). In the student's kernel the
 student's code may replace ``shell.transform_cell`` itself: that only changes how their
