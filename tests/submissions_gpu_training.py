@@ -246,7 +246,9 @@ MISTAKES: dict[str, Mistake] = {
     ),
     "reads_off_meta": Mistake(
         "train_step prints loss.item() every step, and on meta (where no value can be read) "
-        "skips the step to hide it (an outside attack)",
+        "skips the step to hide it (an outside attack). On meta the device test asks only "
+        "where the loss comes back (a right step through torch.compile gets no gradients "
+        "there): skipping there is not seen, the read is",
         {
             "q4_train_step": _train_step(
                 WHERE,
@@ -260,7 +262,7 @@ MISTAKES: dict[str, Mistake] = {
                 "return loss.detach()",
             )
         },
-        ("test_q4_device", "test_q4_stays_on_device"),
+        ("test_q4_stays_on_device",),
         "read a value on the host",
     ),
     "prints_the_loss": Mistake(
