@@ -243,8 +243,8 @@ def copy_record(record: list, arguments=()):
       are; a read or copy op it saw that the mode did not (run with the modes switched off:
       ``_disable_current_modes``, ``torch._C._DisableTorchDispatch``) ends the record with
       ``[UNSEEN, "", "", "", "", n]``, as does a profiler that was stopped or could not
-      start, a profiler of the call's own still running when it returns, and a fork on the
-      call's threads (the child records in its own copy). The bridge then withholds the
+      start, a profiler of the call's own still running when it returns, and a fork while
+      the call runs, on any thread (the child records in its own copy). The bridge then withholds the
       test's points, and says why. Ops inside another
       op's kernel are not the call's (only those inside a composite op, which the mode
       sees, are); those inside a wrapped read above are that read's.
@@ -663,10 +663,11 @@ def copy_record(record: list, arguments=()):
     look = SecondLook()
 
     def forked() -> None:
-        """A fork on the call's threads (``os.fork``, multiprocessing's fork, a
-        ``preexec_fn``): what the child reads or copies is in the child's copy of the
-        record, never this one (attack 43 read the loss in a child and piped it back)."""
-        if on[0] and threading.get_ident() in own:
+        """A fork while the call runs (``os.fork``, multiprocessing's fork, a
+        ``preexec_fn``), on any thread: what the child reads or copies is in the child's
+        copy of the record, never this one (attack 43 read the loss in a child and piped it
+        back; attack 44 did it from a thread started before the call)."""
+        if on[0]:
             look.missed += 1
 
     def unseen_in(profile) -> int:

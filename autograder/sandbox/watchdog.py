@@ -159,7 +159,7 @@ class Watchdog(threading.Thread):
         if self.breached or self.is_alive():
             return
         if self.group is not None:
-            count = self.group.tasks()
+            count = getattr(self.group, "last_tasks", self.group.tasks)()
         else:
             try:
                 root = psutil.Process(self.pid)

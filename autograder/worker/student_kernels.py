@@ -407,7 +407,9 @@ class ForkedKernelManager(SandboxedKernelManager):
         # group's own files; walking /proc (every process of the machine, five times a
         # second) cost about a twentieth of a CPU second a submission.
         share = (
-            KernelShare(kept.km._group, kept.km._own_processes.values(), self._oom_before)
+            KernelShare(
+                kept.km._group, kept.km._own_processes.values(), self._oom_before, child.pid
+            )
             if kept.capped()
             else None
         )
@@ -437,19 +439,50 @@ class KernelShare:
     reads a group: its tasks (the group's, less the template's own processes' threads,
     which do not change while a kernel lives: the kernel before was ended first), and
     the OOM kills since it was forked. A process the kernel left outside its own tree
-    (a daemon that the sandbox's init adopted) still counts: it is in the group."""
+    (a daemon that the sandbox's init adopted) still counts: it is in the group.
 
-    def __init__(self, group, own_processes, oom_before: int):
-        self.group, self.oom_before = group, oom_before
+    A zombie has left the group's task list but holds its place under RLIMIT_NPROC until
+    it is reaped: a fork bomb of children that exit at once sat at the limit unnamed
+    (attack 44). So the first look and every ``WALK_EVERY``-th also count the kernel's
+    tree from /proc (zombies included), as the watchdog did at every look before, and the
+    larger count stands (a zombie stays until reaped, so it is seen within a second)."""
+
+    WALK_EVERY = 5
+
+    def __init__(self, group, own_processes, oom_before: int, pid: int):
+        self.group, self.oom_before, self.pid = group, oom_before, pid
         self.own = 0
         for p in own_processes:
             try:
                 self.own += p.num_threads()
             except psutil.NoSuchProcess:
                 continue
+        self.looks = 0
 
     def tasks(self) -> int:
-        return max(0, self.group.tasks() - self.own)
+        count = max(0, self.group.tasks() - self.own)
+        self.looks += 1
+        if self.looks % self.WALK_EVERY == 1:
+            count = max(count, self.tree_tasks())
+        return count
+
+    def tree_tasks(self) -> int:
+        """The kernel's processes (zombies too) and threads, from /proc."""
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            return 0
+        count = 0
+        for p in procs:
+            try:
+                count += p.num_threads()
+            except psutil.NoSuchProcess:
+                continue
+        return count
+
+    def last_tasks(self) -> int:
+        return max(max(0, self.group.tasks() - self.own), self.tree_tasks())
 
     def oom_kills(self) -> int:
         return self.group.oom_kills() - self.oom_before

@@ -322,6 +322,34 @@ print("lived")
     assert [e.kind for e in km.events] == [Kind.PROCESSES], (texts, km.events)
 
 
+def test_a_forked_kernels_zombies_count_in_its_limit(tmp_path):
+    """Children that exit at once and are never reaped leave the control group's task list
+    but keep their place under RLIMIT_NPROC: a fork bomb of zombies sat at the limit, its
+    fate "graded" (attack 44). The watchdog's walk of the kernel's tree, one look in five,
+    counts them."""
+    from autograder.fates import Kind
+    from autograder.sandbox import cgroups
+
+    if cgroups.unavailable():
+        pytest.skip(f"no control group here: {cgroups.unavailable()}")
+    zombies = """
+import os, time
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os._exit(0)
+time.sleep(4)
+print("lived")
+"""
+    texts, km = run([zombies], staged(tmp_path, "f.txt", "A"), max_processes=40)
+    assert km.without_template is None, km.without_template
+    assert [e.kind for e in km.events] == [Kind.PROCESSES], (texts, km.events)
+    assert "lived" not in texts[0], texts  # stopped while it ran, not only at the last look
+
+
 def test_templates_turned_off_start_the_kernel_as_any_kernel_and_say_why(tmp_path):
     texts, km = run(
         ["import sys; print('torch' in sys.modules)"],

@@ -739,6 +739,33 @@ def reads_the_loss_in_a_forked_child(model, optimizer):
     return loss.detach()
 
 
+def reads_the_loss_in_a_child_forked_by_an_earlier_thread(model, optimizer):
+    """Attack 44: a thread started before the call forks; the child reads the loss."""
+    import os
+    import queue
+    import threading
+
+    asked, answered = queue.Queue(), queue.Queue()
+
+    def logger():
+        loss = asked.get()
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.write(write_end, repr(_ITEM(loss)).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        answered.put(os.read(read_end, 100))
+        os.close(read_end)
+        os.waitpid(pid, 0)
+
+    thread = threading.Thread(target=logger, daemon=True)
+    thread.start()
+    return thread, asked, answered
+
+
 @pytest.mark.parametrize(
     "function, args",
     [
@@ -752,6 +779,7 @@ def reads_the_loss_in_a_forked_child(model, optimizer):
         (reads_the_loss_after_a_profiler_that_never_started, ()),
         (reads_the_loss_in_a_function_declared_safe_to_load, ()),
         (reads_the_loss_in_a_forked_child, ()),
+        ("forked-by-an-earlier-thread", ()),
     ],
     ids=[
         "modes-off",
@@ -764,6 +792,7 @@ def reads_the_loss_in_a_forked_child(model, optimizer):
         "after-a-profiler-that-never-started",
         "declared-safe-to-load",
         "in-a-forked-child",
+        "in-a-child-of-an-earlier-thread",
     ],
 )
 def test_a_read_or_copy_with_the_dispatch_modes_switched_off_is_said_unseen(function, args):
@@ -773,6 +802,15 @@ def test_a_read_or_copy_with_the_dispatch_modes_switched_off_is_said_unseen(func
     if not args:
         model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
         args = (model, torch.optim.Adam(model.parameters()))
+    if function == "forked-by-an-earlier-thread":  # the thread starts before the call
+        thread, asked, answered = reads_the_loss_in_a_child_forked_by_an_earlier_thread(*args)
+
+        def function(model, optimizer):
+            loss = _trained_loss(model, optimizer)
+            asked.put(loss.detach())
+            answered.get(timeout=30)
+            return loss.detach()
+
     record = _recorded(function, *args)
     assert [e for e in record if e[0] == student_side.UNSEEN] == [
         [student_side.UNSEEN, "", "", "", "", 1]
