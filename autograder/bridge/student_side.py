@@ -164,8 +164,7 @@ def _forking() -> None:
         watcher()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_forking)
+os.register_at_fork(before=_forking)
 # The entry that ends the copies of a record whose call ran reads or copies its dispatch mode
 # did not see (``copy_record``): ``[UNSEEN, "", "", "", "", how many]``.
 UNSEEN = "unseen"

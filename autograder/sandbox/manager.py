@@ -22,7 +22,6 @@ much the grader trusts the channel:
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import logging
 import os
@@ -58,7 +57,7 @@ from autograder.sandbox.kernel_entry import (
     UID_ENV,
 )
 from autograder.sandbox.messages import BoundedSession
-from autograder.sandbox.procs import live_threads
+from autograder.sandbox.procs import die_with_parent, live_threads
 from autograder.sandbox.relay import CHANNELS, Relay
 from autograder.sandbox.watchdog import Watchdog, kill_tree
 
@@ -98,10 +97,6 @@ def guarded_context(max_message_bytes: int, asynchronous: bool) -> zmq.Context:
     return _CONTEXTS[key]
 
 
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
 def die_with_grader():
     """A Popen preexec_fn: the child gets SIGKILL when the grader's thread that started it
     ends, and never runs at all if the grader ended first. Set in the child before its
@@ -113,14 +108,6 @@ def die_with_grader():
         die_with_parent(parent)
 
     return preexec
-
-
-def die_with_parent(parent: int | None = None) -> None:
-    """This process gets SIGKILL when its parent (the thread that started it) ends; with
-    ``parent``, it ends at once if that parent has ended already."""
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
 
 
 class SandboxMixin(Configurable):

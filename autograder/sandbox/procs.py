@@ -1,9 +1,21 @@
-"""What /proc says of a process, read without psutil: the student-kernel template reads it
-inside the sandbox, where every import costs each fork's parent."""
+"""What /proc says of a process, read without psutil, and a process's death with its
+parent: the student-kernel template and the relay use them, where every import costs."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """This process gets SIGKILL when its parent (the thread that started it) ends; with
+    ``parent``, it ends at once if that parent has ended already."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 def live_threads(pid: int) -> bool:

@@ -208,19 +208,13 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
             poller.register(route[target], zmq.POLLIN)
 
 
-_PR_SET_PDEATHSIG = 1
-
-
 def _confine(limit: int, grader: int) -> None:
     """Before anything is read: the memory cap, and SIGKILL when the grader's thread that
     started this process ends (or at once, if the grader has ended already)."""
-    import ctypes
-    import signal
+    from autograder.sandbox.procs import die_with_parent
 
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != grader:
-        os._exit(1)
+    die_with_parent(grader)
 
 
 def main() -> None:

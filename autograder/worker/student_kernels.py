@@ -50,6 +50,7 @@ from autograder.sandbox.manager import (
     discard,
     kill_tree,
 )
+from autograder.sandbox.watchdog import _threads
 from autograder.worker import tmpdirs
 
 log = logging.getLogger(__name__)
@@ -451,38 +452,26 @@ class KernelShare:
 
     def __init__(self, group, own_processes, oom_before: int, pid: int):
         self.group, self.oom_before, self.pid = group, oom_before, pid
-        self.own = 0
-        for p in own_processes:
-            try:
-                self.own += p.num_threads()
-            except psutil.NoSuchProcess:
-                continue
+        self.own = _threads(own_processes)
         self.looks = 0
 
     def tasks(self) -> int:
-        count = max(0, self.group.tasks() - self.own)
         self.looks += 1
         if self.looks % self.WALK_EVERY == 1:
-            count = max(count, self.tree_tasks())
-        return count
-
-    def tree_tasks(self) -> int:
-        """The kernel's processes (zombies too) and threads, from /proc."""
-        try:
-            root = psutil.Process(self.pid)
-            procs = [root] + root.children(recursive=True)
-        except psutil.NoSuchProcess:
-            return 0
-        count = 0
-        for p in procs:
-            try:
-                count += p.num_threads()
-            except psutil.NoSuchProcess:
-                continue
-        return count
+            return self.last_tasks()
+        return self._in_group()
 
     def last_tasks(self) -> int:
-        return max(max(0, self.group.tasks() - self.own), self.tree_tasks())
+        """The group's count and the walk's, the larger (the watchdog's last look)."""
+        try:
+            root = psutil.Process(self.pid)
+            in_tree = _threads([root] + root.children(recursive=True))
+        except psutil.NoSuchProcess:
+            in_tree = 0
+        return max(self._in_group(), in_tree)
+
+    def _in_group(self) -> int:
+        return max(0, self.group.tasks() - self.own)
 
     def oom_kills(self) -> int:
         return self.group.oom_kills() - self.oom_before

@@ -720,11 +720,10 @@ def reads_the_loss_in_a_function_declared_safe_to_load(model, optimizer):
     return loss.detach()
 
 
-def reads_the_loss_in_a_forked_child(model, optimizer):
-    """Attack 43: a child of ``os.fork`` reads the loss and pipes it back."""
+def _read_in_a_child(loss) -> bytes:
+    """The loss read by a child of ``os.fork``, piped back."""
     import os
 
-    loss = _trained_loss(model, optimizer)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -733,33 +732,28 @@ def reads_the_loss_in_a_forked_child(model, optimizer):
         finally:
             os._exit(0)
     os.close(write_end)
-    os.read(read_end, 100)
+    value = os.read(read_end, 100)
     os.close(read_end)
     os.waitpid(pid, 0)
+    return value
+
+
+def reads_the_loss_in_a_forked_child(model, optimizer):
+    """Attack 43: a child of ``os.fork`` reads the loss and pipes it back."""
+    loss = _trained_loss(model, optimizer)
+    _read_in_a_child(loss)
     return loss.detach()
 
 
 def reads_the_loss_in_a_child_forked_by_an_earlier_thread(model, optimizer):
     """Attack 44: a thread started before the call forks; the child reads the loss."""
-    import os
     import queue
     import threading
 
     asked, answered = queue.Queue(), queue.Queue()
 
     def logger():
-        loss = asked.get()
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.write(write_end, repr(_ITEM(loss)).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        answered.put(os.read(read_end, 100))
-        os.close(read_end)
-        os.waitpid(pid, 0)
+        answered.put(_read_in_a_child(asked.get()))
 
     thread = threading.Thread(target=logger, daemon=True)
     thread.start()
