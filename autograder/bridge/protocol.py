@@ -65,6 +65,9 @@ REPLY_MSG = "course_grade_reply"
 # failed and the cell did not run.
 BIND_KEY = "course_grade_bind"
 BIND_FAILED = "course_grade_bind_failed"
+# A test cell that holds hidden tests: its request's metadata says {HIDDEN_KEY: true}, and
+# the tests there show nothing the student's kernel said (``trusted_side.said``).
+HIDDEN_KEY = "course_grade_hidden"
 # What makes an ipykernel each of those kernels (the modules are named here so that the
 # sandbox can start one without importing ipykernel itself).
 _PACKAGE = __name__.rpartition(".")[0]

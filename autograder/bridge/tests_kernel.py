@@ -51,7 +51,31 @@ class TestsKernel(IPythonKernel):
         cell_id=None,
     ):
         self.transform.forget()
-        wanted = (cell_meta or {}).get(protocol.BIND_KEY) if isinstance(cell_meta, dict) else None
+        meta = cell_meta if isinstance(cell_meta, dict) else {}
+        with trusted_side.hidden_test(meta.get(protocol.HIDDEN_KEY) is True):
+            return await self._execute(
+                code,
+                silent,
+                store_history,
+                user_expressions,
+                allow_stdin,
+                cell_meta=cell_meta,
+                cell_id=cell_id,
+                wanted=meta.get(protocol.BIND_KEY),
+            )
+
+    async def _execute(
+        self,
+        code,
+        silent,
+        store_history,
+        user_expressions,
+        allow_stdin,
+        *,
+        cell_meta,
+        cell_id,
+        wanted,
+    ):
         if wanted is not None:
             self._allow_stdin = allow_stdin  # binding asks through the stdin channel
             # The kernel's own streams are cut to what the host keeps before they are set
@@ -67,7 +91,7 @@ class TestsKernel(IPythonKernel):
                 return {
                     "status": "error",
                     "ename": type(exc).__name__,
-                    "evalue": protocol.message_text(exc),
+                    "evalue": trusted_side.said(exc),
                     "traceback": [],
                     "execution_count": self.execution_count,
                     protocol.BIND_FAILED: True,

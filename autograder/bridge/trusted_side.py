@@ -13,6 +13,7 @@ built, with its own, unpatched operations.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -36,6 +37,36 @@ def read_reply(text: str) -> dict:
         return protocol.loads(text)
     except Exception as exc:  # noqa: BLE001 - malformed, too deep: the student's answer
         return {"failed": f"your kernel's answer could not be read ({type(exc).__name__})"}
+
+
+# In a test cell that holds hidden tests, the student's kernel has the hidden test's inputs
+# (a function must run on them), and what it says would carry them into the feedback page:
+# an exception's message ``ValueError(repr(args))``, the name of an exception class of its
+# own, why an answer cannot be read (attack 43, L1). There the tests show none of it
+# (``said``): the exception keeps a built-in class, or becomes ``StudentException``.
+WITHHELD = (
+    "(not shown in a hidden test: what your code said there stays out of the feedback; "
+    "call your function yourself to see it)"
+)
+_in_hidden_test = False
+
+
+@contextlib.contextmanager
+def hidden_test(hidden: bool):
+    """While a test cell runs: whether it holds hidden tests (the grader says, from the
+    source notebook)."""
+    global _in_hidden_test
+    _in_hidden_test = bool(hidden)
+    try:
+        yield
+    finally:
+        _in_hidden_test = False
+
+
+def said(text) -> str:
+    """Text from the student's side as a test may show it: one bounded line, or, in a hidden
+    test, ``WITHHELD``."""
+    return WITHHELD if _in_hidden_test else protocol.message_text(text)
 
 
 # Answers refused as too costly to check in this kernel (one submission's: a test kernel
@@ -86,13 +117,13 @@ class StudentFunction:
         if "raised" in reply:
             raised = reply["raised"]
             raise _exception_class(str(raised.get("type", "Exception")))(
-                protocol.message_text(raised.get("message", ""))
+                said(raised.get("message", ""))
             )
         if "ok" not in reply:
-            why = reply.get("unreadable") or reply.get("failed") or "no answer"
+            why = said(reply.get("unreadable") or reply.get("failed") or "no answer")
             if "unreadable" in reply:
-                why = f"its result cannot be checked ({protocol.message_text(why)})"
-            raise StudentAnswerError(protocol.message_text(why))
+                why = f"its result cannot be checked ({why})"
+            raise StudentAnswerError(why)
 
         budget = plaindata.Budget()  # one reply, one bound on what reading it may cost
         after_args = _after_states(reply.get("args"), len(args))
@@ -138,13 +169,11 @@ class StudentFunction:
         except plaindata.TooCostly as exc:
             TOO_COSTLY.append(f"{self.name}(...): {protocol.message_text(exc)}")
             raise StudentAnswerError(
-                f"{self.name}(...) sent back an answer too costly to check: "
-                f"{protocol.message_text(exc)}"
+                f"{self.name}(...) sent back an answer too costly to check: {said(exc)}"
             ) from None
         except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
             raise StudentAnswerError(
-                f"{self.name}(...) sent back something that is not plain data "
-                f"({protocol.message_text(exc)})"
+                f"{self.name}(...) sent back something that is not plain data ({said(exc)})"
             ) from None
         return result
 
@@ -163,7 +192,7 @@ class StudentFunction:
                 if type(after) is dict and after.get("$") == protocol.UNREADABLE:
                     raise StudentAnswerError(
                         f"{self.name}(...) changed its argument into something that cannot "
-                        f"be checked ({protocol.message_text(after.get('why', ''))})"
+                        f"be checked ({said(after.get('why', ''))})"
                     )
                 if after is None:
                     raise StudentAnswerError(
@@ -174,7 +203,7 @@ class StudentFunction:
                 except Exception as exc:  # noqa: BLE001 - the student's data
                     raise StudentAnswerError(
                         f"{self.name}(...) sent back its argument as something "
-                        f"that is not plain data ({protocol.message_text(exc)})"
+                        f"that is not plain data ({said(exc)})"
                     ) from None
         return value
 
@@ -288,7 +317,7 @@ def _exception_class(name: str) -> type:
     that could stop the kernel or the test: SystemExit, KeyboardInterrupt...)."""
     if name in BUILTIN_EXCEPTIONS:
         return BUILTIN_EXCEPTIONS[name]
-    if not name.isidentifier() or len(name) > 60:
+    if not name.isidentifier() or len(name) > 60 or _in_hidden_test:
         name = "StudentException"
     if name not in _EXCEPTIONS:
         _EXCEPTIONS[name] = type(name, (Exception,), {"__module__": "your_notebook"})
@@ -343,7 +372,7 @@ def bind(namespace: dict, names: list[str], functions: Sequence[str] = ()) -> No
     reply = ask(protocol.describe_request(names, functions))
     answers = reply.get("values")
     if type(answers) is not list:
-        why = protocol.message_text(reply.get("failed") or reply.get("unreadable") or "no answer")
+        why = said(reply.get("failed") or reply.get("unreadable") or "no answer")
         for name in names:
             namespace.pop(name, None)
         namespace["_cg_unavailable"] = why  # the checks' answer() says so, not "not defined yet"
@@ -361,14 +390,12 @@ def bind(namespace: dict, names: list[str], functions: Sequence[str] = ()) -> No
         elif data == protocol.FUNCTION:
             namespace[name] = StudentFunction(name)
         elif type(data) is dict and data.get("$") == protocol.UNREADABLE:
-            namespace[name] = Unreadable(name, protocol.message_text(data.get("why", "")))
+            namespace[name] = Unreadable(name, said(data.get("why", "")))
         else:
             try:
                 namespace[name] = plaindata.decode(data, budget=budget)
             except plaindata.TooCostly as exc:
                 TOO_COSTLY.append(f"{name}: {protocol.message_text(exc)}")
-                namespace[name] = Unreadable(
-                    name, "too costly to check: " + protocol.message_text(exc)
-                )
+                namespace[name] = Unreadable(name, "too costly to check: " + said(exc))
             except Exception as exc:  # noqa: BLE001 - malformed data is the student's answer
-                namespace[name] = Unreadable(name, protocol.message_text(exc))
+                namespace[name] = Unreadable(name, said(exc))

@@ -37,7 +37,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import ClearHiddenTests, Execute
 from traitlets import Any, Bool, Integer, Unicode
 
 from autograder import fates
@@ -271,8 +271,17 @@ class TwoKernelExecute(Execute):
             return
         bridge.start_cell(self.timeout or 60)
         fetch, self.answers_changed = self.answers_changed, False
-        cell.outputs = await session.run_test(grade_id(cell), bridge, fetch)
+        cell.outputs = await session.run_test(
+            grade_id(cell), bridge, fetch, hidden_marker=self._hidden_marker()
+        )
         cell.execution_count = None
+
+    def _hidden_marker(self) -> str:
+        """Where a cell's hidden tests begin: nbgrader's own setting, which the feedback's
+        ``HideHiddenTests`` reads too."""
+        if not hasattr(self, "_marker"):
+            self._marker = ClearHiddenTests(config=self.config).begin_test_delimeter
+        return self._marker
 
     def student_kernel_stopped(self, where: str, reason: str = "") -> None:
         status = None

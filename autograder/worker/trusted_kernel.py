@@ -239,9 +239,13 @@ class Session:
         elif self.kernel.km is not None:
             self.kernel.close()  # a kernel started without a template serves one submission
 
-    async def run_test(self, grade_id: str, bridge, fetch: bool = True) -> list:
+    async def run_test(
+        self, grade_id: str, bridge, fetch: bool = True, hidden_marker: str | None = None
+    ) -> list:
         """The outputs of one test cell, run on the student's current answers (fetched
-        again only when the student's kernel may have changed them: ``fetch``)."""
+        again only when the student's kernel may have changed them: ``fetch``). A cell whose
+        source holds ``hidden_marker`` (nbgrader's start of hidden tests) runs as a hidden
+        test: it shows nothing the student's kernel said (``trusted_side.said``)."""
         for position, code in self.plan.prelude_before(grade_id, self.done):
             await self.run_trusted(code, f"the instructor's cell {position + 1}")
             self.done.add(position)
@@ -252,7 +256,9 @@ class Session:
             if fetch or self.plan.tests_rebind
             else None
         )
-        status, outputs = await self.execute(self.plan.tests[grade_id].code, bridge, bind=bind)
+        code = self.plan.tests[grade_id].code
+        hidden = bool(hidden_marker) and hidden_marker in code
+        status, outputs = await self.execute(code, bridge, bind=bind, hidden=hidden)
         return outputs
 
     async def run_trusted(self, code: str, what: str, bridge=None) -> None:
@@ -277,9 +283,18 @@ class Session:
             return []
         return [protocol.message_text(n) for n in noted if type(n) is str]
 
-    async def execute(self, code: str, bridge=None, keep: bool = True, expressions=None, bind=None):
+    async def execute(
+        self,
+        code: str,
+        bridge=None,
+        keep: bool = True,
+        expressions=None,
+        bind=None,
+        hidden: bool = False,
+    ):
         """Run one cell; forward its requests to the student's kernel through ``bridge``.
-        ``bind``: the answers to read first, in the same request (``protocol.BIND_KEY``).
+        ``bind``: the answers to read first, in the same request (``protocol.BIND_KEY``);
+        ``hidden``: a hidden test's cell (``protocol.HIDDEN_KEY``).
 
         The cell's own time (not counting the student's functions, which the bridge
         times) is limited to ``cell_timeout``: past it the test kernel is at fault.
@@ -296,7 +311,10 @@ class Session:
                 "allow_stdin": bridge is not None,
                 "stop_on_error": False,
             },
-            metadata={protocol.BIND_KEY: bind} if bind is not None else {},
+            metadata={
+                **({protocol.BIND_KEY: bind} if bind is not None else {}),
+                **({protocol.HIDDEN_KEY: True} if hidden else {}),
+            },
         )
         msg_id = request["header"]["msg_id"]
         try:

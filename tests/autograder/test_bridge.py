@@ -168,6 +168,37 @@ def test_the_students_exceptions_keep_their_type_and_message(student):
     assert type(leaves.value).__name__ == "SystemExit" and not isinstance(leaves.value, SystemExit)
 
 
+def test_in_a_hidden_test_nothing_the_students_kernel_says_is_shown(student):
+    """A function receives a hidden test's inputs; in a hidden test its words (a message, a
+    class of its own named for them, why its answer cannot be read) never reach the test's
+    message, so never the feedback (attack 43, L1). Outside one, they do."""
+    exec(
+        "def echo(x):\n    raise ValueError(f'given {x!r}')\n"
+        "def named(x):\n    raise type(f'Given_{x}', (Exception,), {})('')\n"
+        "def unreadable(x):\n    return (i for i in [x])",
+        student,
+    )
+    tests = bound(["echo", "named", "unreadable"])
+    with trusted_side.hidden_test(True):
+        with pytest.raises(ValueError) as echoed:
+            tests["echo"](4321)
+        with pytest.raises(Exception) as named:
+            tests["named"](4321)
+        with pytest.raises(trusted_side.StudentAnswerError) as unreadable:
+            tests["unreadable"](4321)
+        hidden_bind = bound(["echo"], {})
+    for error in (echoed.value, named.value, unreadable.value):
+        assert "4321" not in f"{type(error).__name__}: {error}"
+    assert str(echoed.value) == trusted_side.WITHHELD
+    assert type(named.value).__name__ == "StudentException"
+    assert isinstance(hidden_bind["echo"], trusted_side.StudentFunction)
+    with pytest.raises(ValueError, match="given 4321"):  # a visible test shows them
+        tests["echo"](4321)
+    with pytest.raises(Exception, match="") as named_visible:
+        tests["named"](4321)
+    assert type(named_visible.value).__name__ == "Given_4321"
+
+
 def test_a_result_without_a_plain_form_fails_the_test_with_a_message(student):
     exec("def gen(x):\n    return (i for i in range(3))", student)
     with pytest.raises(trusted_side.StudentAnswerError, match="cannot be checked"):

@@ -176,6 +176,14 @@ def test_tricks_on_the_trusted_side_gain_nothing(graded):
             assert any("too costly to check" in d for d in got["details"]), got["details"]
         for words in getattr(module, "NEVER_IN_REPORT", ()):
             assert words not in report_page, (student, words)
+        if getattr(module, "ECHOES_HIDDEN_INPUTS", False):
+            subs = submissions(unit)
+            pages = [
+                html.unescape((course / "feedback" / s / unit / f"{unit}.html").read_text())
+                for s in (student, twin)
+            ]
+            shown = set(subs.answer_values_in(pages[0])) - set(subs.answer_values_in(pages[1]))
+            assert not shown, (student, shown)
 
 
 def test_a_sample_of_mutants_of_the_solution_is_killed(graded):

@@ -1,7 +1,7 @@
 """Shared by the trick submissions in this folder (files starting with _ are not cases).
 
 A case is one trick, as a student who wants points would try it. Each file says which
-weakness it attacks (``WEAKNESS``: 1-9 of issue 8, see ``WEAKNESSES``; 10-13 of issue 17,
+weakness it attacks (``WEAKNESS``: 1-9 of issue 8, see ``WEAKNESSES``; 10-15:
 attacks on the trusted side in the later units, see ``TRUSTED_SIDE``) and either
 
 - is a notebook: ``STUDENT_ID``, ``ANSWERS`` (answer cell -> code) or ``transform(nb)``,
@@ -46,6 +46,8 @@ TRUSTED_SIDE = {
     13: "data that chooses imports, or unbounded work, in the trusted kernel",
     14: "what the record of a call's copies and reads does not see (the dispatch modes "
     "switched off, a decoy copy)",
+    15: "a hidden test's inputs, which the student's function is given, carried into the "
+    "feedback in what the function says",
 }
 
 
