@@ -8,6 +8,9 @@ grades (each module logs to ``logging.getLogger(__name__)``).
 - ``course-grade --log-file PATH``: everything, appended to PATH by the coordinator and by
   each worker process of the local pool (each line names its process), with full
   tracebacks of the grader's own errors.
+- ``kill -USR2 PID`` of the coordinator or of a worker: that process writes every one of
+  its threads' Python stacks on stderr and goes on (``faulthandler``), to see where a run
+  that seems stuck is waiting. The kernels are other programs: never send it to them.
 
 The settings reach the local pool's workers through the environment (``ENV``), which
 spawned processes inherit (kernels get an environment of their own, without it). On a
@@ -16,9 +19,11 @@ Dask cluster a worker's lines go wherever that worker's own logging sends them.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import os
+import signal
 import sys
 
 from autograder.printable import printable
@@ -57,6 +62,8 @@ def configure_from_env() -> None:
 
 
 def _apply(debug: bool, log_file: str) -> None:
+    # Where it waits, on request, for a run that seems stuck: on fd 2, which stays open.
+    faulthandler.register(signal.SIGUSR2, file=2, all_threads=True, chain=False)
     root = logging.getLogger(ROOT)
     for handler in [h for h in root.handlers if getattr(h, _OURS, False)]:
         root.removeHandler(handler)

@@ -87,3 +87,18 @@ def test_a_name_a_line_quotes_reaches_the_terminal_and_the_log_file_escaped(tmp_
         assert r"2026\x1b]52;c;ZWNobw==\x07\nforged" in text
         assert "\x1b" not in text and "\x07" not in text
         assert "\nZeroDivisionError: division by zero" in text  # the traceback's own lines
+
+
+def test_sigusr2_writes_every_threads_stack_and_the_run_goes_on(tmp_path):
+    """How a run that seems stuck says where it waits (``tests/stuck.py`` asks so)."""
+    run = _emit(
+        tmp_path,
+        "logs.configure()",
+        "import os, signal, threading, time",
+        "threading.Thread(target=time.sleep, args=(0.5,), name='waits').start()",
+        "os.kill(os.getpid(), signal.SIGUSR2)",
+        "time.sleep(0.1)",
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("most recent call first") == 2, run.stderr
+    assert "a warning of the grader" in run.stderr  # it went on after writing them

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 from autograder.coordinator import importers
+from tests import stuck
 from tests.class_fixture import (
     ASSIGNMENT,
     NOTEBOOK,
@@ -59,13 +60,8 @@ SOURCE_TABLES = (
 
 
 def course_grade(course: Path, *args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        **kw,
-    )
+    # Under pytest-timeout's 600 s: a run that hangs fails with where it waits.
+    return stuck.run([CLI, ASSIGNMENT, "--course", str(course), "--no-progress", *args], 480, **kw)
 
 
 def tree_hashes(folder: Path, skip=()) -> dict[str, str]:

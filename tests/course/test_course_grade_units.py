@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import nbformat
 import pytest
 from units import ROOT, UNITS, submissions
 
-from tests import mutation
+from tests import mutation, stuck
 from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgrader
 
 CLI = str(Path(sys.executable).parent / "course-grade")
@@ -103,11 +102,9 @@ def graded_all(tmp_path_factory):
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{unit}.ipynb")
         placed[unit] = (cases, tricks)
-    result = subprocess.run(
+    result = stuck.run(  # under pytest-timeout's 600 s: a hang says where it waits
         [CLI, "--all", "--course", str(course), "--no-progress", "-j", "2"],
-        capture_output=True,
-        text=True,
-        timeout=1800,
+        540,
         env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""},
     )
     return course, placed, result
