@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from autograder import fates
+from autograder import fates, stalls
 from autograder.config import grading_config
 from autograder.coordinator import inbox
 from autograder.coordinator.ledger import Ledger
@@ -340,7 +340,8 @@ def _grade_class(
     if progress is not None:
         progress.reset(total=len(to_grade))
     holders = SecretHolders(course_root, assignment)  # read once, at the first record
-    for result in _complete(executor, to_grade, workers) if to_grade else ():
+    watch = _stall_watch(executor, config)
+    for result in _complete(executor, to_grade, workers, watch) if to_grade else ():
         outcome = record(course_root, assignment, result, holders)
         ledger.put(outcome)
         for other, note in holders.renamed.items():
@@ -601,12 +602,22 @@ def local_pool(workers: int, files_of_course: CourseFiles):
         pool.shutdown()
 
 
-def _complete(executor, jobs_to_run: list[Job], workers: int):
+def _stall_watch(executor, config) -> stalls.StallWatch | None:
+    """A local pool's watch on jobs that make no progress (none where kernels have no wall
+    time, or on a cluster, whose workers are not this machine's to stop)."""
+    folder = getattr(executor, "run_folder", None)
+    seconds = stalls.stall_seconds(Sandbox(config=config).wall_seconds)
+    return stalls.StallWatch(folder, seconds) if folder is not None and seconds else None
+
+
+def _complete(executor, jobs_to_run: list[Job], workers: int, watch=None):
     """Submit a bounded window of jobs at a time; yield Results as they complete.
 
     When a local pool breaks (a worker died), every job it held is a suspect: each is run
     again alone, so a job that breaks the pool while it runs alone is the one that killed
-    its worker, and only it is given up (fate ``error``); the others are graded."""
+    its worker, and only it is given up (fate ``error``); the others are graded. A
+    ``watch`` (``stalls.StallWatch``) looks while it waits, and stops a worker stuck on
+    one job: that breaks the pool too."""
     queue = list(reversed(jobs_to_run))
     suspects: list[Job] = []
     running: dict = {}  # future -> (job, whether it runs alone)
@@ -626,7 +637,11 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
         else:
             while queue and len(running) < workers * IN_FLIGHT_PER_WORKER:
                 submit(queue.pop(), alone=False)
-        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        done, _ = wait(
+            running, timeout=stalls.LOOK_EVERY if watch else None, return_when=FIRST_COMPLETED
+        )
+        if not done and watch is not None:
+            watch.look()  # a worker it stops breaks the pool: its futures say so next
         broken = False
         for future in done:
             job, alone = running.pop(future)
@@ -635,7 +650,9 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
             except BrokenProcessPool:
                 broken = True
                 if alone or not restartable:
-                    yield _died(job, alone)
+                    yield _died(
+                        job, alone, stalled=watch is not None and job.student in watch.students
+                    )
                 else:
                     suspects.append(job)
             except Exception as exc:  # a worker that died outright, or a lost cluster
@@ -663,15 +680,20 @@ def _complete(executor, jobs_to_run: list[Job], workers: int):
             executor.restart()
 
 
-def _died(job: Job, alone: bool) -> Result:
-    why = (
-        (
+def _died(job: Job, alone: bool, stalled: bool = False) -> Result:
+    if stalled:
+        why = (
+            "its grading made no progress for longer than its kernels may live, among others "
+            "and again alone: the grader's fault (its stacks are in the run's output), not "
+            "the submission's; the next run grades it again"
+        )
+    elif alone:
+        why = (
             "its grading process died while grading it alone (killed, perhaps for memory); "
             "the other submissions were graded"
         )
-        if alone
-        else "its grading process died"
-    )
+    else:
+        why = "its grading process died"
     return Result(fates.Outcome(job.student, fates.ERROR, digest="", details=[why]).as_dict())
 
 

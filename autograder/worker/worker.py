@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import fates, logs
+from autograder import fates, logs, stalls
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import NBGRADER_FILES, CourseFiles, Job, Result
 from autograder.sandbox import safefiles
@@ -89,7 +89,8 @@ def grade_job(job: Job) -> Result:
     result = Result({})
     log.debug("grading %s (%s)", job.student, job.course.assignment)
     try:
-        outcome = _grade(job, scratch, result)
+        with stalls.working_on(tmpdirs.run_folder(), job.student):
+            outcome = _grade(job, scratch, result)
     except (Exception, asyncio.CancelledError) as exc:  # the grader's own: never the batch's end
         # (CancelledError: a kernel's task cancelled under it, as Ctrl-C does; it is no
         # Exception, and would reach the coordinator as one it cannot read.)

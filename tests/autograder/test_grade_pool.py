@@ -1,4 +1,5 @@
-"""A local-pool worker that dies costs only its own submission (issue 17).
+"""A local-pool worker that dies, or stops making progress, costs only its own submission
+(issue 17).
 
 A dead worker breaks a ``ProcessPoolExecutor`` and every job in flight with it. The
 coordinator starts the pool again and runs each job it held once more, alone: the one
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import stalls
 from autograder.coordinator import grade
 from autograder.job import CourseFiles, Job, Result
 
@@ -74,6 +78,98 @@ def test_only_the_submission_that_kills_its_worker_is_given_up(monkeypatch):
     killer = next(o for o in results if o["student_id"] == "killer")
     assert "alone" in killer["details"][0]
     assert pool.restarts >= 2  # once when it broke among others, once when it broke alone
+
+
+class StuckPool(FlakyPool):
+    """A restartable executor on which the job of ``stuck`` never ends until the pool is
+    broken (as ``StallWatch`` breaks a local pool by killing the stuck worker)."""
+
+    def submit(self, fn, job):
+        if self.broken.is_set():
+            raise BrokenProcessPool("broken")
+        broken = self.broken
+
+        def run():
+            if job.student == "stuck":
+                broken.wait()
+            if broken.is_set():
+                raise BrokenProcessPool("its worker was stopped")
+            return fn(job)
+
+        return self.pool.submit(run)
+
+
+class Watch:
+    def __init__(self, pool):
+        self.pool, self.students, self.looks = pool, set(), 0
+
+    def look(self):
+        self.looks += 1
+        if self.looks % 3:  # not stuck for long enough yet
+            return []
+        self.pool.broken.set()
+        self.students.add("stuck")
+        return ["stuck"]
+
+
+def test_a_job_that_makes_no_progress_is_given_up_and_the_rest_graded(monkeypatch):
+    monkeypatch.setattr(
+        grade, "grade_job", lambda j: Result({"student_id": j.student, "fate": "graded"})
+    )
+    monkeypatch.setattr(grade.stalls, "LOOK_EVERY", 0.02)
+    pool = StuckPool()
+    watch = Watch(pool)
+    students = ["a", "b", "stuck", "c", "d"]
+    results = [r.outcome for r in grade._complete(pool, [job(s) for s in students], 2, watch)]
+    fates = {o["student_id"]: o["fate"] for o in results}
+    assert sorted(fates) == sorted(students) and len(results) == len(students)
+    assert fates.pop("stuck") == "error" and set(fates.values()) == {"graded"}
+    stuck = next(o for o in results if o["student_id"] == "stuck")
+    assert "no progress" in stuck["details"][0] and "again alone" in stuck["details"][0]
+    assert watch.looks >= 6  # stopped among others, then again alone
+
+
+STUCK_WORKER = """
+import sys, time
+from pathlib import Path
+from autograder import logs, stalls
+logs.configure()
+with stalls.working_on(Path(sys.argv[1]), "ada"):
+    print("marked", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_the_watch_stops_a_worker_stuck_on_one_job_after_its_stacks(tmp_path):
+    """The real watch, on a process that marks its job as a local pool's worker does and
+    then waits for ever: past the stall time, its stacks are written and it is killed; a
+    mark whose process is gone (or whose pid is another process's now) is removed."""
+    worker = subprocess.Popen(
+        [sys.executable, "-c", STUCK_WORKER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert worker.stdout.readline() == "marked\n"
+    (tmp_path / stalls.FOLDER / str(os.getpid())).write_text("1\nbob\n")  # not this process
+    watch = stalls.StallWatch(tmp_path, seconds=60)
+    assert watch.look() == [] and worker.poll() is None  # not stuck for long enough
+    assert not (tmp_path / stalls.FOLDER / str(os.getpid())).exists()
+    watch.seconds = 0.0
+    assert watch.look() == ["ada"] and watch.students == {"ada"}
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == -signal.SIGKILL
+    assert "most recent call first" in err and "<string>" in err
+    assert not list((tmp_path / stalls.FOLDER).iterdir())
+
+
+def test_a_worker_marks_its_job_only_in_a_local_pools_run_folder(tmp_path):
+    with stalls.working_on(None, "ada"):
+        assert not (tmp_path / stalls.FOLDER).exists()
+    with stalls.working_on(tmp_path, "ada"):
+        mark = tmp_path / stalls.FOLDER / str(os.getpid())
+        assert mark.read_text().split("\n")[1] == "ada"
+    assert not mark.exists()
 
 
 @pytest.mark.slow
