@@ -182,6 +182,8 @@ def test_the_local_pool_starts_again_after_a_worker_is_killed():
         pid = pool.submit(os.getpid).result(timeout=120)
         folder = pool.submit(tmpdirs.make, "cg-course-").result(timeout=120)
         assert folder.parent == pool.run_folder and folder.is_dir()
+        # where its jobs' marks go, for the coordinator's stall watch (``stalls``)
+        assert pool.submit(tmpdirs.run_folder).result(timeout=120) == pool.run_folder
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(BrokenProcessPool):
             pool.submit(os.getpid).result(timeout=120)
