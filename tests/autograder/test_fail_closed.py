@@ -76,14 +76,14 @@ def fault_in_run_test(monkeypatch, fail_calls: set[int], kill: bool = False) -> 
     calls = []
     original = trusted_kernel.Session.run_test
 
-    async def run_test(self, grade_id, bridge, fetch=True):
+    async def run_test(self, grade_id, bridge, fetch=True, **kw):
         calls.append(grade_id)
         if len(calls) in fail_calls:
             if kill:  # a real death: the test kernel's whole process tree goes
                 kill_tree(self.kernel.km.provisioner.pid)
             else:
                 raise trusted_kernel.TrustedKernelProblem("injected fault")
-        return await original(self, grade_id, bridge, fetch)
+        return await original(self, grade_id, bridge, fetch, **kw)
 
     monkeypatch.setattr(trusted_kernel.Session, "run_test", run_test)
     return calls
