@@ -15,7 +15,6 @@ the test cell they failed, once.
 
 from __future__ import annotations
 
-import ast
 import base64
 import html
 import io
@@ -26,9 +25,9 @@ import nbformat
 
 from autograder.config import grading_config
 from autograder.fates import FATES, NOT_SUBMITTED
+from autograder.hints import ending, hints_of
 
 SHOWN_MISTAKES = 20
-MIN_HINT_CHARS = 12  # shorter string literals ("cpu", "MB") are not hints
 
 
 def write(course_root: Path, assignment: str, outcomes: list[dict], folder: Path) -> Path:
@@ -165,70 +164,13 @@ def hinted_mistakes(course_root: Path, assignment: str, students: list[str]) -> 
                 own = hints.get(grade_id, set()) | hints.get("", set())
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
-                        hint = _hint(str(out.get("evalue", "")), own)
+                        hint = ending(str(out.get("evalue", "")), own)
+                        hint = hint[:160] if hint else None
                         key = (grade_id, hint)
                         if hint and key not in seen:
                             seen.add(key)
                             counts[key] += 1
     return counts
-
-
-def hints_of(source_folder: Path) -> dict[str, set[str]]:
-    """The words each test cell of the source notebooks can end a message with: its string
-    literals (the end of an f-string after its last value), by grade id; "" holds those of
-    the cells every test calls (the checks and other locked cells)."""
-    hints: dict[str, set[str]] = {}
-    for path in sorted(source_folder.glob("*.ipynb")):
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception:  # noqa: BLE001 - the instructor's; an unreadable one has no hints
-            continue
-        for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if cell.cell_type != "code" or meta.get("solution"):
-                continue
-            key = meta.get("grade_id", "") if meta.get("grade") else ""
-            hints.setdefault(key, set()).update(_literals(cell.source))
-    return hints
-
-
-def _literals(code: str) -> set[str]:
-    """The hints written in ``code``: the text of each pair ``(wrong value, "hint")``, as the
-    tests list them (``hints=[...]``) and the checks list known errors; the end of an
-    f-string after its last value. Other strings (a check's plain failure, "not defined
-    yet") say what went wrong with one notebook, not a misconception."""
-    try:
-        tree = ast.parse(
-            "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("%"))
-        )
-    except SyntaxError:
-        return set()
-    found = set()
-    for pair in ast.walk(tree):
-        if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
-            continue
-        node = pair.elts[1]
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-        elif (
-            isinstance(node, ast.JoinedStr)
-            and node.values
-            and isinstance(node.values[-1], ast.Constant)
-        ):
-            text = str(node.values[-1].value)
-        else:
-            continue
-        text = " ".join(text.split())
-        if len(text) >= MIN_HINT_CHARS:
-            found.add(text)
-    return found
-
-
-def _hint(message: str, hints: set[str]) -> str | None:
-    """The longest of ``hints`` that ``message`` ends with, shortened for the table."""
-    text = " ".join(message.split())
-    ends = [h for h in hints if text.endswith(h)]
-    return max(ends, key=len)[:160] if ends else None
 
 
 def _histogram(scores: list[float], max_score: float):

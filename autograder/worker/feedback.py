@@ -50,7 +50,11 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import Token
 from traitlets import List
 
+from autograder import hints
+
 HIDDEN_NOTE = "# (hidden tests: their code is not shown)"
+# A hidden test's message that does not end with the instructor's own words.
+QUOTES_NOTE = "(its message quotes values, which a hidden test does not show)"
 
 
 class BoundedMarkup(Preprocessor):
@@ -159,8 +163,24 @@ class HideHiddenTests(ClearHiddenTests):
         if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
             return cell, resources
         self._hide_region(cell)
-        cell.outputs = self._verdict(cell.get("outputs", []))
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        cell.outputs = self._verdict(cell.get("outputs", []), *self._words(resources, grade_id))
         return cell, resources
+
+    def _words(self, resources, grade_id: str) -> tuple[set[str], set[tuple]]:
+        """The instructor's texts and f-strings this cell's message may be written with:
+        the trusted source's (the worker's copy of the course), never the student's
+        notebook's."""
+        root = self.config.get("CourseDirectory", {}).get("root")
+        assignment = (resources.get("nbgrader") or {}).get("assignment")
+        if not root or not assignment:
+            return set(), set()
+        folder = Path(root) / "source" / str(assignment)
+        words, templates = hints.words_of(folder), hints.templates_of(folder)
+        return (
+            words.get(grade_id, set()) | words.get("", set()),
+            templates.get(grade_id, set()) | templates.get("", set()),
+        )
 
     def _hide_region(self, cell: NotebookNode) -> None:
         source = cell.source
@@ -172,17 +192,25 @@ class HideHiddenTests(ClearHiddenTests):
         cell.source = (cell.source.rstrip() + "\n" + HIDDEN_NOTE).lstrip("\n")
 
     @staticmethod
-    def _verdict(outputs: list) -> list:
+    def _verdict(outputs: list, words: set[str], templates: set[tuple]) -> list:
+        """Passed, or failed with the exception's name and what of its message is the
+        instructor's own text, each value it quotes shown as "..." (``autograder.hints``):
+        a message may quote what the student's function returned, and with it the hidden
+        test's inputs (attack 45)."""
         errors = [o for o in outputs if o.get("output_type") == "error"]
         if not errors:
             return [NotebookNode(output_type="stream", name="stdout", text="Tests passed.\n")]
         first = errors[0]
-        message = f"{first.get('ename', 'Error')}: {first.get('evalue', '')}".rstrip(": ")
+        ename, evalue = str(first.get("ename", "Error")), str(first.get("evalue", ""))
+        said = hints.shown(evalue, words, templates) or ""
+        if not said and evalue.strip():
+            said = QUOTES_NOTE
+        message = f"{ename}: {said}".rstrip(": ")
         return [
             NotebookNode(
                 output_type="error",
-                ename=first.get("ename", "Error"),
-                evalue=first.get("evalue", ""),
+                ename=ename,
+                evalue=said,
                 traceback=[f"Test failed. {message}"],
             )
         ]

@@ -1,0 +1,73 @@
+"""A hidden test's failure shows only the instructor's own words (``autograder.hints``):
+what its message quoted of the student's values, which could carry the hidden test's
+inputs, stays out of the feedback page (attack 45)."""
+
+from __future__ import annotations
+
+import shutil
+
+import nbformat
+from traitlets.config import Config
+from units import source
+
+from autograder import hints
+from autograder.worker.feedback import QUOTES_NOTE, HideHiddenTests
+
+UNIT = "gpu_profiling"
+CELL = "test_q4_syncs"
+
+
+def _verdict(tmp_path, evalue: str) -> str:
+    folder = tmp_path / "source" / UNIT
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        shutil.copy(source(UNIT), folder)
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    nb = nbformat.read(source(UNIT), as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == CELL)
+    cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=evalue)]
+    resources = {"nbgrader": {"assignment": UNIT}}
+    cell, _ = HideHiddenTests(config=config).preprocess_cell(cell, resources, 0)
+    return cell.outputs[0].traceback[0]
+
+
+def test_a_quoted_value_is_not_shown_and_the_instructors_words_are(tmp_path):
+    words = hints.words_of(source(UNIT).parent)[CELL]
+    hint = next(w for w in sorted(words) if "kernel launch" in w)
+    quoted = "host_waits(...) returned 'cudaStreamSynchronize|1040.0|57.5' where it should "
+    shown = _verdict(tmp_path, quoted + hint)
+    assert shown == f"Test failed. CheckFailed: ... {hint}"
+    leaked = _verdict(tmp_path, "host_waits(...) should name CUDA runtime calls, not '57.5'.")
+    assert "57.5" not in leaked and QUOTES_NOTE in leaked
+
+
+def test_a_message_that_is_the_instructors_own_sentence_is_shown_whole(tmp_path):
+    sentence = next(w for w in sorted(hints.words_of(source(UNIT).parent)[""]) if " " in w)
+    assert _verdict(tmp_path, sentence) == f"Test failed. CheckFailed: {sentence}"
+
+
+def test_the_words_come_from_the_source_never_a_students_notebook(tmp_path):
+    """The course's source folder is read; a message that ends with words only the
+    student's notebook holds shows nothing of them."""
+    assert "only in the student's notebook, quoted" not in str(hints.words_of(tmp_path))
+    shown = _verdict(tmp_path, "x = 'a': only in the student's notebook, quoted")
+    assert "only in the student's notebook" not in shown
+
+
+def test_an_f_string_of_the_source_is_shown_with_its_values_as_dots():
+    folder = source("gpu_data_loading").parent
+    words = set().union(*hints.words_of(folder).values())
+    templates = set().union(*hints.templates_of(folder).values())
+    message = (
+        "on 'cpu' 4,812 bytes crossed from the CPU for a batch of 57 images in dtypes wider "
+        "than uint8, more than mean and std need: the images, or part of them, crossed in a "
+        "wider dtype. Copy them as uint8, then convert them on the device."
+    )
+    shown = hints.shown(message, words, templates)
+    # a device or a dtype is shown as it is (a few bits, never a text of the student's)
+    assert shown.startswith("on 'cpu' ... bytes crossed from the CPU for a batch of ... images")
+    assert not any(value in shown for value in ("4,812", "57"))
+    # A student's text that holds a piece of the template shows only the pieces, no more.
+    forged = message.replace("57", "57 images in a dtype, LEAKED 1.5 crossed from the CPU")
+    assert "LEAKED" not in (hints.shown(forged, words, templates) or "")
