@@ -104,16 +104,18 @@ def _templates(code: str) -> set[tuple]:
     return found
 
 
-def shown(message: str, words: set[str], templates) -> str | None:
+def shown(message: str, words: set[str], templates, hints: set[str] | None = None) -> str | None:
     """What of ``message`` is the instructor's: the message as one of ``templates`` (an
     f-string of the source, as its pieces, None for each value) writes it, each value shown
-    only where it is itself one of ``words`` and "..." elsewhere, the template that keeps
+    only where it is itself one of ``hints`` (default ``words``; the feedback passes the
+    source's hint pairs, so that no other text of the source, such as the kind of an
+    expected value, is told apart by a value) and "..." elsewhere, the template that keeps
     the most of the instructor's text; else the longest of ``words`` it ends with; else
     None. Nothing but the source's own text (and "...") is ever returned."""
     text = _runs(message)
     best, kept = None, 0
     for pieces in templates:
-        out = _masked(text, pieces, words)
+        out = _masked(text, pieces, words if hints is None else hints)
         if out is not None and out[1] > kept:
             best, kept = out
     end = ending(message, words)
@@ -205,6 +207,7 @@ def literals(code: str, every: bool = False) -> set[str]:
     tree = _parsed(code)
     if tree is None:
         return set()
+    nodes: list[ast.AST]
     if every:
         nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Constant, ast.JoinedStr))]
     else:

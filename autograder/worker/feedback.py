@@ -167,19 +167,24 @@ class HideHiddenTests(ClearHiddenTests):
         cell.outputs = self._verdict(cell.get("outputs", []), *self._words(resources, grade_id))
         return cell, resources
 
-    def _words(self, resources, grade_id: str) -> tuple[set[str], set[tuple]]:
-        """The instructor's texts and f-strings this cell's message may be written with:
-        the trusted source's (the worker's copy of the course), never the student's
+    def _words(self, resources, grade_id: str) -> tuple[set[str], set[tuple], set[str]]:
+        """The instructor's texts, f-strings and hints this cell's message may be written
+        with: the trusted source's (the worker's copy of the course), never the student's
         notebook's."""
         root = self.config.get("CourseDirectory", {}).get("root")
         assignment = (resources.get("nbgrader") or {}).get("assignment")
         if not root or not assignment:
-            return set(), set()
+            return set(), set(), set()
         folder = Path(root) / "source" / str(assignment)
-        words, templates = hints.words_of(folder), hints.templates_of(folder)
+        words, templates, pairs = (
+            hints.words_of(folder),
+            hints.templates_of(folder),
+            hints.hints_of(folder),
+        )
         return (
             words.get(grade_id, set()) | words.get("", set()),
             templates.get(grade_id, set()) | templates.get("", set()),
+            pairs.get(grade_id, set()) | pairs.get("", set()),
         )
 
     def _hide_region(self, cell: NotebookNode) -> None:
@@ -192,7 +197,9 @@ class HideHiddenTests(ClearHiddenTests):
         cell.source = (cell.source.rstrip() + "\n" + HIDDEN_NOTE).lstrip("\n")
 
     @staticmethod
-    def _verdict(outputs: list, words: set[str], templates: set[tuple]) -> list:
+    def _verdict(
+        outputs: list, words: set[str], templates: set[tuple], pairs: set[str] | None = None
+    ) -> list:
         """Passed, or failed with the exception's name and what of its message is the
         instructor's own text, each value it quotes shown as "..." (``autograder.hints``):
         a message may quote what the student's function returned, and with it the hidden
@@ -202,7 +209,7 @@ class HideHiddenTests(ClearHiddenTests):
             return [NotebookNode(output_type="stream", name="stdout", text="Tests passed.\n")]
         first = errors[0]
         ename, evalue = str(first.get("ename", "Error")), str(first.get("evalue", ""))
-        said = hints.shown(evalue, words, templates) or ""
+        said = hints.shown(evalue, words, templates, pairs) or ""
         if not said and evalue.strip():
             said = QUOTES_NOTE
         message = f"{ename}: {said}".rstrip(": ")

@@ -71,3 +71,19 @@ def test_an_f_string_of_the_source_is_shown_with_its_values_as_dots():
     # A student's text that holds a piece of the template shows only the pieces, no more.
     forged = message.replace("57", "57 images in a dtype, LEAKED 1.5 crossed from the CPU")
     assert "LEAKED" not in (hints.shown(forged, words, templates) or "")
+
+
+def test_a_value_is_shown_only_where_it_is_a_hint_never_another_text_of_the_source():
+    """Attack 45, A4: the kind of a hidden expected value ("a plain value", "a whole
+    number": texts of the checks) named in the message told one bit of it."""
+    folder = source("gpu_tensors").parent
+    words = set().union(*hints.words_of(folder).values())
+    templates = set().union(*hints.templates_of(folder).values())
+    pairs = set().union(*hints.hints_of(folder).values())
+    kinds = [
+        hints.shown(f"fewest_gpu_steps(...) should be {kind}, not a dict.", words, templates, pairs)
+        for kind in ("a plain value", "a whole number")
+    ]
+    assert kinds[0] == kinds[1] and "..." in kinds[0], kinds
+    hint = next(iter(sorted(pairs)))
+    assert hint in hints.shown(f"x = 3: {hint}", words, templates, pairs)
