@@ -171,7 +171,9 @@ class HideHiddenTests(ClearHiddenTests):
         """The instructor's texts, f-strings and hints this cell's message may be written
         with: the trusted source's (the worker's copy of the course), never the student's
         notebook's."""
-        root = self.config.get("CourseDirectory", {}).get("root")
+        from nbgrader.coursedir import CourseDirectory  # its root: the cwd unless configured
+
+        root = CourseDirectory(config=self.config).root
         assignment = (resources.get("nbgrader") or {}).get("assignment")
         if not root or not assignment:
             return set(), set(), set()

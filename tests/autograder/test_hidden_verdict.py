@@ -17,13 +17,14 @@ UNIT = "gpu_profiling"
 CELL = "test_q4_syncs"
 
 
-def _verdict(tmp_path, evalue: str) -> str:
+def _verdict(tmp_path, evalue: str, root_configured: bool = True) -> str:
     folder = tmp_path / "source" / UNIT
     if not folder.exists():
         folder.mkdir(parents=True)
         shutil.copy(source(UNIT), folder)
     config = Config()
-    config.CourseDirectory.root = str(tmp_path)
+    if root_configured:  # course-grade's; plain nbgrader's course is its working folder
+        config.CourseDirectory.root = str(tmp_path)
     nb = nbformat.read(source(UNIT), as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == CELL)
     cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=evalue)]
@@ -87,3 +88,12 @@ def test_a_value_is_shown_only_where_it_is_a_hint_never_another_text_of_the_sour
     assert kinds[0] == kinds[1] and "..." in kinds[0], kinds
     hint = next(iter(sorted(pairs)))
     assert hint in hints.shown(f"x = 3: {hint}", words, templates, pairs)
+
+
+def test_plain_nbgraders_feedback_reads_the_source_of_its_working_folder(tmp_path, monkeypatch):
+    """`nbgrader generate_feedback` run in the course folder (nbgrader_config.py configures
+    the same preprocessor) sets no root: nbgrader's own default, the working folder."""
+    monkeypatch.chdir(tmp_path)
+    sentence = next(w for w in sorted(hints.words_of(source(UNIT).parent)[""]) if " " in w)
+    shown = _verdict(tmp_path, sentence, root_configured=False)
+    assert shown == f"Test failed. CheckFailed: {sentence}"
