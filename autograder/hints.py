@@ -7,11 +7,11 @@ the student's notebook:
 
 - the class report files a failure under a hint only where its message ends with one of
   ``hints_of`` (each ``(wrong value, "hint")`` pair's text, as the tests list them);
-- the feedback of a test cell that holds hidden tests shows only the end of its message
-  that is instructor's text (``words_of``: every string the cell and the checks write,
-  the end of each f-string after its last value). What a hidden test's message quoted of
-  the student's returned values could carry the hidden test's inputs into the page
-  (attack 45: a ``host_waits`` that returned the hidden trace as a call's name).
+- the feedback of a test cell that holds hidden tests shows its message as one of the
+  source's f-strings writes it, each quoted value as "..." (``shown``), or else the end
+  of it that is a text of the source. What a hidden test's message quoted of the
+  student's returned values could carry the hidden test's inputs into the page (attack
+  45: a ``host_waits`` that returned the hidden trace as a call's name).
 """
 
 from __future__ import annotations
@@ -46,24 +46,23 @@ def templates_of(source_folder: Path) -> dict[str, set[tuple]]:
 def _gathered(source_folder: Path, kind: int) -> dict:
     found: dict[str, set] = {}
     for path in sorted(Path(source_folder).glob("*.ipynb")):
-        for key, kinds in _read(str(path), _mtime(path)).items():
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        for key, kinds in _read(data).items():
             found.setdefault(key, set()).update(kinds[kind])
     return found
 
 
-def _mtime(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
 @functools.lru_cache(maxsize=16)
-def _read(path: str, mtime: int) -> dict[str, tuple]:
-    """One source notebook's (hints, words, templates) by grade id, read once per version
-    (a worker's feedback pages all ask for the same source)."""
+def _read(data: bytes) -> dict[str, tuple]:
+    """One source notebook's (hints, words, templates) by grade id, parsed once per content
+    in a process (about 85 ms): each job's copy of the course is a new folder, and each
+    feedback page is made in a child forked from the worker, whose cache
+    (``worker.feedback.warm``) it starts with."""
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception:  # noqa: BLE001 - the instructor's; an unreadable one has none
         return {}
     found: dict[str, tuple[set, set, set]] = {}
@@ -104,18 +103,18 @@ def _templates(code: str) -> set[tuple]:
     return found
 
 
-def shown(message: str, words: set[str], templates, hints: set[str] | None = None) -> str | None:
+def shown(message: str, words: set[str], templates, hints: set[str]) -> str | None:
     """What of ``message`` is the instructor's: the message as one of ``templates`` (an
     f-string of the source, as its pieces, None for each value) writes it, each value shown
-    only where it is itself one of ``hints`` (default ``words``; the feedback passes the
-    source's hint pairs, so that no other text of the source, such as the kind of an
-    expected value, is told apart by a value) and "..." elsewhere, the template that keeps
-    the most of the instructor's text; else the longest of ``words`` it ends with; else
-    None. Nothing but the source's own text (and "...") is ever returned."""
+    only where it is one of ``hints`` (the source's hint pairs: no other text of the
+    source, such as the kind of an expected value, is told apart by a value) or of
+    ``VOCABULARY``, and "..." elsewhere, the template that keeps the most of the
+    instructor's text; else the longest of ``words`` it ends with; else None. Nothing but
+    the source's own text (and "...") is ever returned."""
     text = _runs(message)
     best, kept = None, 0
     for pieces in templates:
-        out = _masked(text, pieces, words if hints is None else hints)
+        out = _masked(text, pieces, hints)
         if out is not None and out[1] > kept:
             best, kept = out
     end = ending(message, words)

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from autograder.printable import printable
+from autograder.sandbox.procs import started
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def working_on(run_folder: Path | None, student: str):
     folder.mkdir(mode=0o700, exist_ok=True)
     mark = folder / str(os.getpid())
     temporary = folder / f".{os.getpid()}"
-    temporary.write_text(f"{_started(os.getpid())}\n{student}\n")
+    temporary.write_text(f"{started(os.getpid())}\n{student}\n")
     os.replace(temporary, mark)  # whole or absent, and its time is the job's start
     try:
         yield
@@ -87,8 +88,8 @@ class StallWatch:
             except OSError:
                 continue
             lines = text.split("\n")
-            pid, started, student = int(mark.name), lines[0], lines[1] if len(lines) > 1 else ""
-            if _started(pid) != started:  # that worker is gone (killed): its mark goes too
+            pid, since, student = int(mark.name), lines[0], lines[1] if len(lines) > 1 else ""
+            if started(pid) != since:  # that worker is gone (killed): its mark goes too
                 with contextlib.suppress(OSError):
                     mark.unlink()
                 continue
@@ -104,7 +105,7 @@ class StallWatch:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGUSR2)
                 time.sleep(STACKS_WAIT)
-                if _started(pid) == started:
+                if started(pid) == since:
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 mark.unlink()
@@ -117,16 +118,3 @@ class StallWatch:
             return [m for m in self.folder.iterdir() if m.name.isdigit()]
         except OSError:
             return []
-
-
-def _started(pid: int) -> str:
-    """The process's start time, in clock ticks since boot ("" once it has ended, a zombie
-    included)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return ""
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return ""
-    return fields[19].decode()

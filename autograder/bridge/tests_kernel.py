@@ -53,7 +53,10 @@ class TestsKernel(IPythonKernel):
         self.transform.forget()
         meta = cell_meta if isinstance(cell_meta, dict) else {}
         with trusted_side.hidden_test(meta.get(protocol.HIDDEN_KEY) is True):
-            return await self._execute(
+            failed = self._bind(meta.get(protocol.BIND_KEY), allow_stdin)
+            if failed is not None:
+                return failed
+            return await super().do_execute(
                 code,
                 silent,
                 store_history,
@@ -61,47 +64,30 @@ class TestsKernel(IPythonKernel):
                 allow_stdin,
                 cell_meta=cell_meta,
                 cell_id=cell_id,
-                wanted=meta.get(protocol.BIND_KEY),
             )
 
-    async def _execute(
-        self,
-        code,
-        silent,
-        store_history,
-        user_expressions,
-        allow_stdin,
-        *,
-        cell_meta,
-        cell_id,
-        wanted,
-    ):
-        if wanted is not None:
-            self._allow_stdin = allow_stdin  # binding asks through the stdin channel
-            # The kernel's own streams are cut to what the host keeps before they are set
-            # aside (bind would otherwise cut the streams it writes to while they are).
-            trusted_side.bound_output()
-            try:
-                with (
-                    contextlib.redirect_stdout(io.StringIO()),
-                    contextlib.redirect_stderr(io.StringIO()),
-                ):
-                    trusted_side.bind(self.shell.user_ns, wanted["names"], wanted["functions"])
-            except Exception as exc:  # noqa: BLE001 - the grader withholds the points, saying why
-                return {
-                    "status": "error",
-                    "ename": type(exc).__name__,
-                    "evalue": trusted_side.said(exc),
-                    "traceback": [],
-                    "execution_count": self.execution_count,
-                    protocol.BIND_FAILED: True,
-                }
-        return await super().do_execute(
-            code,
-            silent,
-            store_history,
-            user_expressions,
-            allow_stdin,
-            cell_meta=cell_meta,
-            cell_id=cell_id,
-        )
+    def _bind(self, wanted, allow_stdin) -> dict | None:
+        """Read the answers the request asks for (None: none asked); the error reply if
+        reading them failed."""
+        if wanted is None:
+            return None
+        self._allow_stdin = allow_stdin  # binding asks through the stdin channel
+        # The kernel's own streams are cut to what the host keeps before they are set
+        # aside (bind would otherwise cut the streams it writes to while they are).
+        trusted_side.bound_output()
+        try:
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                trusted_side.bind(self.shell.user_ns, wanted["names"], wanted["functions"])
+        except Exception as exc:  # noqa: BLE001 - the grader withholds the points, saying why
+            return {
+                "status": "error",
+                "ename": type(exc).__name__,
+                "evalue": trusted_side.said(exc),
+                "traceback": [],
+                "execution_count": self.execution_count,
+                protocol.BIND_FAILED: True,
+            }
+        return None

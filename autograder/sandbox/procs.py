@@ -35,3 +35,17 @@ def live_threads(pid: int) -> bool:
         if state not in ("Z", "X", "x"):
             return True
     return False
+
+
+def started(pid: int) -> str:
+    """When a process started, in clock ticks since boot, as /proc says it: with its pid,
+    what tells it from a later process given the same pid ("" once it has ended, a zombie
+    included)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return ""
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return ""
+    return fields[19].decode()

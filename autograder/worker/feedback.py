@@ -199,9 +199,7 @@ class HideHiddenTests(ClearHiddenTests):
         cell.source = (cell.source.rstrip() + "\n" + HIDDEN_NOTE).lstrip("\n")
 
     @staticmethod
-    def _verdict(
-        outputs: list, words: set[str], templates: set[tuple], pairs: set[str] | None = None
-    ) -> list:
+    def _verdict(outputs: list, words: set[str], templates: set[tuple], pairs: set[str]) -> list:
         """Passed, or failed with the exception's name and what of its message is the
         instructor's own text, each value it quotes shown as "..." (``autograder.hints``):
         a message may quote what the student's function returned, and with it the hidden
@@ -682,7 +680,15 @@ def warm(config, source: Path) -> float:
         if preprocessor is not GetGrades:  # no submission, no grades
             exporter.register_preprocessor(preprocessor)
     nb = nbformat.read(source, as_version=nbformat.NO_CONVERT)
-    resources = {"nbgrader": {"notebook": source.stem, "score": 0, "max_score": 0}}
+    # The assignment too: hidden cells' verdicts then read the source's words here, once.
+    resources = {
+        "nbgrader": {
+            "notebook": source.stem,
+            "assignment": source.parent.name,
+            "score": 0,
+            "max_score": 0,
+        }
+    }
     resources["nbgrader"]["late_penalty"] = 0
     nb, resources = ClearSolutions(parent=app).preprocess(nb, resources)
     for cell in nb.cells:  # what GetGrades gives a page from the gradebook

@@ -17,24 +17,21 @@ import shutil
 import tempfile
 from pathlib import Path
 
-_ROOT = "/tmp"
+_TMP = "/tmp"
+_ROOT = _TMP
 RUN_PREFIX = "cg-run-"
 _RUN_NAME = re.compile(rf"{RUN_PREFIX}(\d+)-[A-Za-z0-9_]+")
 
 
 def use(root: str | os.PathLike) -> None:
     """Make this process's folders inside ``root`` (a local pool's run folder)."""
-    global _ROOT, _RUN
+    global _ROOT
     _ROOT = str(root)
-    _RUN = Path(root)
-
-
-_RUN: Path | None = None
 
 
 def run_folder() -> Path | None:
     """The local pool's run folder this worker uses (None: not a local pool's worker)."""
-    return _RUN
+    return Path(_ROOT) if _ROOT != _TMP else None
 
 
 def make(prefix: str) -> Path:

@@ -17,7 +17,7 @@ UNIT = "gpu_profiling"
 CELL = "test_q4_syncs"
 
 
-def _verdict(tmp_path, evalue: str, root_configured: bool = True) -> str:
+def _verdict(tmp_path, evalue: str, root_configured: bool = True, student_line: str = "") -> str:
     folder = tmp_path / "source" / UNIT
     if not folder.exists():
         folder.mkdir(parents=True)
@@ -27,6 +27,7 @@ def _verdict(tmp_path, evalue: str, root_configured: bool = True) -> str:
         config.CourseDirectory.root = str(tmp_path)
     nb = nbformat.read(source(UNIT), as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == CELL)
+    cell.source = student_line + cell.source  # the graded notebook's copy of the cell
     cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=evalue)]
     resources = {"nbgrader": {"assignment": UNIT}}
     cell, _ = HideHiddenTests(config=config).preprocess_cell(cell, resources, 0)
@@ -48,30 +49,34 @@ def test_a_message_that_is_the_instructors_own_sentence_is_shown_whole(tmp_path)
     assert _verdict(tmp_path, sentence) == f"Test failed. CheckFailed: {sentence}"
 
 
-def test_the_words_come_from_the_source_never_a_students_notebook(tmp_path):
-    """The course's source folder is read; a message that ends with words only the
-    student's notebook holds shows nothing of them."""
-    assert "only in the student's notebook, quoted" not in str(hints.words_of(tmp_path))
-    shown = _verdict(tmp_path, "x = 'a': only in the student's notebook, quoted")
-    assert "only in the student's notebook" not in shown
+def test_the_words_come_from_the_source_never_the_graded_notebook(tmp_path):
+    """A sentence that only the graded notebook's copy of the cell writes (a student can
+    edit their copy) is not the instructor's: a message that ends with it shows nothing of
+    it; the same message ending with a sentence of the source's shows that sentence."""
+    planted = "only in the student's notebook, quoted"
+    shown = _verdict(tmp_path, f"x = 'a': {planted}", student_line=f"print({planted!r})\n")
+    assert planted not in shown and QUOTES_NOTE in shown
+    sentence = next(w for w in sorted(hints.words_of(source(UNIT).parent)[""]) if " " in w)
+    assert _verdict(tmp_path, f"x = 'a': {sentence}").endswith(f"... {sentence}")
 
 
 def test_an_f_string_of_the_source_is_shown_with_its_values_as_dots():
     folder = source("gpu_data_loading").parent
     words = set().union(*hints.words_of(folder).values())
     templates = set().union(*hints.templates_of(folder).values())
+    pairs = set().union(*hints.hints_of(folder).values())
     message = (
         "on 'cpu' 4,812 bytes crossed from the CPU for a batch of 57 images in dtypes wider "
         "than uint8, more than mean and std need: the images, or part of them, crossed in a "
         "wider dtype. Copy them as uint8, then convert them on the device."
     )
-    shown = hints.shown(message, words, templates)
+    shown = hints.shown(message, words, templates, pairs)
     # a device or a dtype is shown as it is (a few bits, never a text of the student's)
     assert shown.startswith("on 'cpu' ... bytes crossed from the CPU for a batch of ... images")
     assert not any(value in shown for value in ("4,812", "57"))
     # A student's text that holds a piece of the template shows only the pieces, no more.
     forged = message.replace("57", "57 images in a dtype, LEAKED 1.5 crossed from the CPU")
-    assert "LEAKED" not in (hints.shown(forged, words, templates) or "")
+    assert "LEAKED" not in (hints.shown(forged, words, templates, pairs) or "")
 
 
 def test_a_value_is_shown_only_where_it_is_a_hint_never_another_text_of_the_source():
@@ -97,3 +102,25 @@ def test_plain_nbgraders_feedback_reads_the_source_of_its_working_folder(tmp_pat
     sentence = next(w for w in sorted(hints.words_of(source(UNIT).parent)[""]) if " " in w)
     shown = _verdict(tmp_path, sentence, root_configured=False)
     assert shown == f"Test failed. CheckFailed: {sentence}"
+
+
+def test_a_workers_warmed_caches_hold_the_source_for_every_jobs_copy(tmp_path):
+    """Each page is made in a child forked from the worker, and each job's course is a new
+    folder: the source's words are read once, when the worker warms its caches, and every
+    copy of the same source is found there, not parsed again (about 85 ms a page)."""
+    from autograder.config import grading_config
+    from autograder.worker.feedback import configure_feedback, warm
+
+    hints._read.cache_clear()
+    prepared = tmp_path / "prepared"
+    (prepared / "source" / UNIT).mkdir(parents=True)
+    shutil.copy(source(UNIT), prepared / "source" / UNIT)
+    config = grading_config(prepared)
+    configure_feedback(config)
+    warm(config, prepared / "source" / UNIT / f"{UNIT}.ipynb")
+    assert hints._read.cache_info().currsize == 1
+    job = tmp_path / "job"
+    shutil.copytree(prepared / "source", job / "source")
+    misses = hints._read.cache_info().misses
+    _verdict(job, "x = 1: not a sentence of the source")
+    assert hints._read.cache_info().misses == misses
