@@ -59,7 +59,7 @@ from autograder.sandbox.kernel_entry import (
 from autograder.sandbox.messages import BoundedSession
 from autograder.sandbox.procs import die_with_parent, live_threads
 from autograder.sandbox.relay import CHANNELS, Relay
-from autograder.sandbox.watchdog import Watchdog, kill_tree
+from autograder.sandbox.watchdog import Watchdog, descendants, kill_tree
 
 log = logging.getLogger(__name__)
 
@@ -618,7 +618,7 @@ def _tree(pid: int) -> dict:
     another process."""
     try:
         root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
+        procs = [root] + descendants(root)
     except psutil.NoSuchProcess:
         return {}
     tree = {}
@@ -648,7 +648,7 @@ def _sandboxed_root(pid: int, skip=None) -> tuple[str | None, int]:
     ours = os.stat("/proc/self/ns/mnt").st_ino
     skipped = {pid for pid, _ in (skip or {})}
     try:
-        children = psutil.Process(pid).children(recursive=True)
+        children = descendants(psutil.Process(pid))
     except psutil.NoSuchProcess:
         return None, 0
     for child in children:

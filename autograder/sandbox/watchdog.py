@@ -16,6 +16,7 @@ import time
 import psutil
 
 from autograder.fates import Event, Kind
+from autograder.sandbox.procs import descendant_pids
 from autograder.sandbox.relay import Relay
 
 log = logging.getLogger(__name__)
@@ -26,11 +27,29 @@ TMPFS_MOUNTS = ("tmp", "dev/shm")
 DYING = 1.0  # seconds a kernel whose relay ended has to finish exiting on its own
 
 
+def descendants(root: psutil.Process) -> list[psutil.Process]:
+    """``root.children(recursive=True)``, read from the tree's own /proc files where the
+    machine has them (``procs.descendant_pids``); NoSuchProcess where ``root`` has ended
+    or its pid is another process's now, as psutil says it."""
+    pids = descendant_pids(root.pid)
+    if pids is None:
+        return root.children(recursive=True)
+    if not root.is_running():
+        raise psutil.NoSuchProcess(root.pid)
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    return procs
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL a process and every descendant (collected first, so none is orphaned)."""
     try:
         root = psutil.Process(pid)
-        procs = root.children(recursive=True) + [root]
+        procs = descendants(root) + [root]
     except psutil.NoSuchProcess:
         return
     for p in procs:
@@ -142,7 +161,7 @@ class Watchdog(threading.Thread):
                 if self.group is not None:
                     breach = self._oom() or self._processes(self.group.tasks()) or self._wall()
                 else:
-                    breach = self._breach([root] + root.children(recursive=True))
+                    breach = self._breach([root] + descendants(root))
             except psutil.NoSuchProcess:
                 return self._ended()
             if breach:
@@ -163,7 +182,7 @@ class Watchdog(threading.Thread):
         else:
             try:
                 root = psutil.Process(self.pid)
-                count = _threads([root] + root.children(recursive=True))
+                count = _threads([root] + descendants(root))
             except psutil.NoSuchProcess:
                 return
         breach = self._processes(count)

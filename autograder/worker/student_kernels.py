@@ -50,7 +50,7 @@ from autograder.sandbox.manager import (
     discard,
     kill_tree,
 )
-from autograder.sandbox.watchdog import _threads
+from autograder.sandbox.watchdog import _threads, descendants
 from autograder.worker import tmpdirs
 
 log = logging.getLogger(__name__)
@@ -465,7 +465,7 @@ class KernelShare:
         """The group's count and the walk's, the larger (the watchdog's last look)."""
         try:
             root = psutil.Process(self.pid)
-            in_tree = _threads([root] + root.children(recursive=True))
+            in_tree = _threads([root] + descendants(root))
         except psutil.NoSuchProcess:
             in_tree = 0
         return max(self._in_group(), in_tree)
