@@ -101,8 +101,13 @@ def grading_config(course_root: Path) -> Config:
     # nbgrader checks the cells' metadata twice: in its sanitize step, and again after
     # running them. Between the two only outputs change (the student's kernel never edits
     # the notebook), and each check validates every cell against the schema anew.
+    # Each notebook's grades saved in one transaction (``autograder.save_grades``).
+    swaps = {
+        "Execute": "autograder.worker.execute.TwoKernelExecute",
+        "SaveAutoGrades": "autograder.save_grades.SaveAutoGradesAtOnce",
+    }
     config.Autograde.autograde_preprocessors = [
-        "autograder.worker.execute.TwoKernelExecute" if _is_named(p, "Execute") else p
+        next((swap for name, swap in swaps.items() if _is_named(p, name)), p)
         for p in preprocessors
         if not _is_named(p, "CheckCellMetadata")
     ]

@@ -6,11 +6,11 @@ the rest, as ``autograder.job.Job``s, to workers: a local process pool, or a Das
 (``scheduler``). Both are ``concurrent.futures`` executors and both run
 ``autograder.worker.worker.grade_job``: there is one path for what happens to a submission.
 Results come back as bytes, and only the coordinator writes the course folder and the
-gradebook (nbgrader's own SaveAutoGrades and AssignLatePenalties, so SQLite never has two
-writers), then the ledger. A worker that dies mid-job is replaced (by Dask, which runs
-the job again elsewhere; in the local pool the jobs it held are run again, one at a time,
-so that only the submission that kills a worker on its own is given up), and a result is
-recorded once, by digest.
+gradebook (nbgrader's own SaveAutoGrades, each notebook in one transaction, and
+AssignLatePenalties, so SQLite never has two writers), then the ledger. A worker that dies
+mid-job is replaced (by Dask, which runs the job again elsewhere; in the local pool the
+jobs it held are run again, one at a time, so that only the submission that kills a
+worker on its own is given up), and a result is recorded once, by digest.
 """
 
 from __future__ import annotations
@@ -893,8 +893,10 @@ def _save_grades(
 ) -> tuple[float, float]:
     import nbformat
     from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+    from nbgrader.preprocessors import AssignLatePenalties
     from nbgrader.utils import parse_utc
+
+    from autograder.save_grades import SaveAutoGradesAtOnce
 
     config = grading_config(course_root)
     db_url = config.CourseDirectory.db_url
@@ -914,7 +916,7 @@ def _save_grades(
                     "db_url": db_url,
                 }
             }
-            for preprocessor in (SaveAutoGrades, AssignLatePenalties):
+            for preprocessor in (SaveAutoGradesAtOnce, AssignLatePenalties):
                 preprocessor(config=config).preprocess(nb, resources)
         gb.db.expire_all()  # the preprocessors wrote through gradebooks of their own
         submission = gb.find_submission(assignment, student)

@@ -1,0 +1,146 @@
+"""Each notebook's grades saved in one transaction (autograder.save_grades): the rows
+nbgrader's own SaveAutoGrades writes, one commit, and none of them when a cell fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import SaveAutoGrades
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from autograder.config import grading_config
+from autograder.save_grades import SaveAutoGradesAtOnce
+
+
+def _graded(grade_id: str, points: int, failed: bool) -> nbformat.NotebookNode:
+    cell = new_code_cell("check()")
+    cell.metadata.nbgrader = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": grade_id,
+        "points": points,
+    }
+    if failed:
+        cell.outputs = [new_output("error", ename="AssertionError", evalue="no", traceback=[])]
+    return cell
+
+
+def _answer(grade_id: str) -> nbformat.NotebookNode:
+    cell = new_code_cell("x = 1")
+    cell.metadata.nbgrader = {
+        "grade": False,
+        "solution": True,
+        "locked": False,
+        "grade_id": grade_id,
+    }
+    return cell
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Path:
+    """A gradebook with one notebook of two test cells and an answer cell, and ada's
+    submission of it: made once (nbgrader runs alembic as it makes one), copied per test."""
+    path = tmp_path_factory.mktemp("made") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as patch:
+        # nbgrader runs `alembic` by name when it makes a gradebook: this environment's.
+        patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        with Gradebook(f"sqlite:///{path}") as gb:
+            gb.add_assignment("a1")
+            gb.add_notebook("nb", "a1")
+            gb.add_grade_cell("t1", "nb", "a1", max_score=2, cell_type="code")
+            gb.add_grade_cell("t2", "nb", "a1", max_score=3, cell_type="code")
+            gb.add_solution_cell("s1", "nb", "a1")
+            gb.add_student("ada")
+            gb.add_submission("a1", "ada")
+    return path
+
+
+def _copy(made: Path, folder: Path) -> str:
+    (folder / made.name).write_bytes(made.read_bytes())
+    return f"sqlite:///{folder / made.name}"
+
+
+@pytest.fixture
+def url(made, tmp_path) -> str:
+    return _copy(made, tmp_path)
+
+
+def _notebook(*extra) -> nbformat.NotebookNode:
+    return new_notebook(
+        cells=[_answer("s1"), _graded("t1", 2, failed=True), _graded("t2", 3, False), *extra]
+    )
+
+
+def _save(preprocessor, url: str, nb) -> int:
+    """Run a SaveAutoGrades on ``nb`` as ada's; how many commits reached the database."""
+    commits = []
+
+    def count(connection):
+        commits.append(connection)
+
+    event.listen(Engine, "commit", count)
+    try:
+        resources = {
+            "nbgrader": {"notebook": "nb", "assignment": "a1", "student": "ada", "db_url": url}
+        }
+        preprocessor().preprocess(nb, resources)
+    finally:
+        event.remove(Engine, "commit", count)
+    return len(commits)
+
+
+def _rows(url: str) -> dict:
+    with Gradebook(url) as gb:
+        grades = {
+            g: (
+                (row := gb.find_grade(g, "nb", "a1", "ada")).auto_score,
+                row.needs_manual_grade,
+            )
+            for g in ("t1", "t2")
+        }
+        comment = gb.find_comment("s1", "nb", "a1", "ada").auto_comment
+        return {"grades": grades, "comment": comment}
+
+
+def test_the_rows_are_nbgraders_own_in_one_commit(url, made, tmp_path):
+    (tmp_path / "other").mkdir()
+    other = _copy(made, tmp_path / "other")
+    commits = _save(SaveAutoGradesAtOnce, url, _notebook())
+    nbgraders = _save(SaveAutoGrades, other, _notebook())
+    assert _rows(url) == _rows(other)
+    assert _rows(url)["grades"] == {"t1": (0, False), "t2": (3, False)}
+    # nbgrader's commits once for each of the three cells, ours once for the notebook (the
+    # rest, the same in both, are the Gradebook's own as it opens).
+    assert nbgraders - commits == 3 - 1
+
+
+def test_a_notebook_that_fails_half_way_keeps_the_grades_it_had(url):
+    before = _rows(url)
+    unknown = _graded("not_in_the_gradebook", 1, failed=False)
+    with pytest.raises(MissingEntry):
+        _save(SaveAutoGradesAtOnce, url, _notebook(unknown))
+    assert _rows(url) == before  # t1 and t2, saved before the failing cell, rolled back
+
+
+def test_course_grade_saves_grades_at_once(tmp_path):
+    """In the workers' autograde (the config's preprocessors) and in the coordinator's save."""
+    import inspect
+
+    from autograder.coordinator import grade
+
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    names = [
+        p if isinstance(p, str) else f"{p.__module__}.{p.__name__}"
+        for p in grading_config(tmp_path).Autograde.autograde_preprocessors
+    ]
+    assert "autograder.save_grades.SaveAutoGradesAtOnce" in names
+    assert not [n for n in names if n.rsplit(".", 1)[-1] == "SaveAutoGrades"]
+    assert "(SaveAutoGradesAtOnce, AssignLatePenalties)" in inspect.getsource(grade._save_grades)
