@@ -10,12 +10,15 @@ students) four ways, each in a fresh copy of the course:
             time per submission over the local pool's, with as many workers
 and prints submissions per minute, parallel/plain, the sandbox's overhead (serial
 against plain), where each submission's time goes, and how the parallel pipeline's time
-grows from 10 to N submissions. course-grade's time includes what plain nbgrader does not
-do: a second (test) kernel, feedback and export.
+grows from 10 to N submissions; with plain and growth, the CPU each added submission costs
+each way and the CPU each pays once a run (from a run of 10 and a run of N). course-grade's
+time includes what plain nbgrader does not do: a second (test) kernel, feedback and export.
 
     .venv/bin/python benchmarks/bench_grading.py            # 40 submissions
     .venv/bin/python benchmarks/bench_grading.py --n 12     # a quick look
     .venv/bin/python benchmarks/bench_grading.py --n 8 --ways serial   # breakdown only
+    .venv/bin/python benchmarks/bench_grading.py --n 30 --ways plain,parallel,growth
+        # also CPU each added submission costs, and CPU paid once a run (runs of 10 too)
     .venv/bin/python benchmarks/bench_grading.py --gpu --jobs 8   # on a CUDA GPU
 Needs root and bwrap, like course-grade itself. With --gpu, course-grade grades with --gpu (the
 kernels see the GPU, and the hidden tests run on cuda too); plain nbgrader sees it anyway.
@@ -178,6 +181,9 @@ def main() -> None:
         if "growth" in ways:
             small = make_class(10, Path(tempfile.mkdtemp(dir=base)))
             t10 = timed("parallel, 10", lambda: pipeline(small, args.jobs))
+            if "plain" in ways:  # plain's own cost a run, to set each added submission against
+                small = make_class(10, Path(tempfile.mkdtemp(dir=base)))
+                timed("plain, 10", lambda: plain(small))  # noqa: B023 - called here, at once
     finally:
         shutil.rmtree(base, ignore_errors=True)
     report(args, times, steps, t10 if "growth" in ways else None)
@@ -273,6 +279,16 @@ def report(args, times: dict, steps: dict, t10: float | None) -> None:
         print(
             f"cluster path's added time per submission (vs the local pool, {jobs} workers "
             f"each): {added:+.2f} s   (aim < 0.2 s)"
+        )
+    if n > 10 and all(k in BUSY for k in ("parallel", "parallel, 10", "plain", "plain, 10")):
+        # CPU paid once a run (templates, workers' and coordinator's start, the report) and
+        # CPU each added submission costs: from the runs of n and of 10 submissions.
+        added = {w: (BUSY[w] - BUSY[f"{w}, 10"]) / (n - 10) for w in ("parallel", "plain")}
+        once = {w: BUSY[f"{w}, 10"] - 10 * added[w] for w in added}
+        print(
+            f"CPU each added submission: course-grade {added['parallel']:.2f} s, plain "
+            f"{added['plain']:.2f} s ({added['parallel'] / added['plain']:.2f}); paid once a "
+            f"run: {once['parallel']:.1f} s and {once['plain']:.1f} s (from {n} and 10 submissions)"
         )
     if t10 is not None and "parallel" in times:
         parallel_s = times["parallel"]

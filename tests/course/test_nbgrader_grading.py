@@ -1,10 +1,11 @@
 """The real nbgrader grades every unit's exercises right, with a real SQLite gradebook.
 
-For each unit, each half of its class: one temporary course folder (nbgrader_config.py +
-source/), one `generate_assignment`, one `autograde` over its submissions and one
-`generate_feedback`: each notebook's kernel imports torch, so a unit's class is graded in
-two batches, side by side. Plain nbgrader runs the tests in the learner's own kernel, so the checks
-alone must hold here (course-grade's two kernels are tested in test_course_grade_units.py).
+For each unit one `generate_assignment` in a temporary course folder (nbgrader_config.py +
+source/); for each half of its class, a copy of that folder, one `autograde` over its
+submissions and one `generate_feedback`: each notebook's kernel imports torch, so a unit's
+class is graded in two batches, side by side. Plain nbgrader runs the tests in the
+learner's own kernel, so the checks alone must hold here (course-grade's two kernels are
+tested in test_course_grade_units.py).
 
 Every mistake is graded, but not each in a notebook of its own: mistakes that change
 different answer cells and fail different test cells share one submission (`_packs`), and
@@ -156,8 +157,11 @@ class GradedClasses:
             # (FileExistsError where this is a process's first test, as under pytest-xdist)
             self.tmp_path_factory.getbasetemp()
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                made = dict(zip(UNITS, pool.map(lambda u: self._generate(submissions(u)), UNITS)))
                 courses = list(
-                    pool.map(lambda job: self._grade(submissions(job[0]), job[1]), halves)
+                    pool.map(
+                        lambda job: self._grade(submissions(job[0]), made[job[0]], job[1]), halves
+                    )
                 )
             for (u, _), course in zip(halves, courses):
                 grades = self._grades(submissions(u), course)
@@ -171,12 +175,20 @@ class GradedClasses:
                 merged.update(grades)
         return self.done[unit]
 
-    def _grade(self, subs, half: int) -> Path:
-        """A course folder with half the class autograded and its feedback generated."""
-        course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}-{half}")
+    def _generate(self, subs) -> Path:
+        """A course folder with the unit's assignment generated (its gradebook and release)."""
+        course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}")
         shutil.copy(self.root / "nbgrader_config.py", course)
         shutil.copytree(self.root / "source" / subs.ASSIGNMENT, course / "source" / subs.ASSIGNMENT)
         _nbgrader(course, "generate_assignment", subs.ASSIGNMENT, "--force")
+        return course
+
+    def _grade(self, subs, made: Path, half: int) -> Path:
+        """A copy of the generated course with half the class autograded and its feedback
+        generated (one generate_assignment a unit, not a half: nbgrader's start and the
+        unit's source checked once)."""
+        course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}-{half}")
+        shutil.copytree(made, course, dirs_exist_ok=True)
         students = sorted(_class_of_submissions(subs).items())
         for student, nb in students[half::2]:
             folder = course / "submitted" / student / subs.ASSIGNMENT
