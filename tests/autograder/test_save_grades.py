@@ -19,28 +19,15 @@ from autograder.config import grading_config
 from autograder.save_grades import SaveAutoGradesAtOnce
 
 
-def _graded(grade_id: str, points: int, failed: bool) -> nbformat.NotebookNode:
-    cell = new_code_cell("check()")
-    cell.metadata.nbgrader = {
-        "grade": True,
-        "solution": False,
-        "locked": True,
-        "grade_id": grade_id,
-        "points": points,
-    }
+def _cell(grade_id: str, points: int | None = None, failed: bool = False):
+    """A test cell worth ``points`` (its output an error where ``failed``), or with no
+    points an answer cell."""
+    test = points is not None
+    cell = new_code_cell("check()" if test else "x = 1")
+    cell.metadata.nbgrader = {"grade": test, "solution": not test, "locked": test}
+    cell.metadata.nbgrader.update(grade_id=grade_id, **({"points": points} if test else {}))
     if failed:
         cell.outputs = [new_output("error", ename="AssertionError", evalue="no", traceback=[])]
-    return cell
-
-
-def _answer(grade_id: str) -> nbformat.NotebookNode:
-    cell = new_code_cell("x = 1")
-    cell.metadata.nbgrader = {
-        "grade": False,
-        "solution": True,
-        "locked": False,
-        "grade_id": grade_id,
-    }
     return cell
 
 
@@ -74,9 +61,7 @@ def url(made, tmp_path) -> str:
 
 
 def _notebook(*extra) -> nbformat.NotebookNode:
-    return new_notebook(
-        cells=[_answer("s1"), _graded("t1", 2, failed=True), _graded("t2", 3, False), *extra]
-    )
+    return new_notebook(cells=[_cell("s1"), _cell("t1", 2, failed=True), _cell("t2", 3), *extra])
 
 
 def _save(preprocessor, url: str, nb) -> int:
@@ -124,7 +109,7 @@ def test_the_rows_are_nbgraders_own_in_one_commit(url, made, tmp_path):
 
 def test_a_notebook_that_fails_half_way_keeps_the_grades_it_had(url):
     before = _rows(url)
-    unknown = _graded("not_in_the_gradebook", 1, failed=False)
+    unknown = _cell("not_in_the_gradebook", 1)
     with pytest.raises(MissingEntry):
         _save(SaveAutoGradesAtOnce, url, _notebook(unknown))
     assert _rows(url) == before  # t1 and t2, saved before the failing cell, rolled back
