@@ -32,8 +32,13 @@ pytestmark = [
         reason="needs bubblewrap (scripts/setup --system installs it)",
     ),
 ]
-UID = 61992 if os.geteuid() == 0 else -1
-SLOT = 97  # a slot no grading thread of the suite uses
+# A uid and a slot of this file's own (RLIMIT_NPROC counts every process of a uid): one for
+# each pytest-xdist worker, since `--dist load` can run two of this file's tests at once
+# (the process-limit tests then counted each other's kernels; scripts/run-tests keeps a
+# file in one worker).
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+UID = 61992 - 20 * _WORKER if os.geteuid() == 0 else -1
+SLOT = 97 - _WORKER  # a slot no grading thread of the suite uses
 
 
 def staged(tmp_path: Path, name: str, text: str) -> Path:
