@@ -38,6 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench_grading import ASSIGNMENT, make_class  # noqa: E402
 
+from autograder.worker.worker import TEST_UID_OFFSET  # noqa: E402
+
 HZ = 100  # dump-acct's times are in AHZ ticks, 100 on Linux
 
 
@@ -81,7 +83,7 @@ def classify(rows: list[dict], run_seconds: float) -> dict[str, list[dict]]:
         if r["comm"] == "accton" or r["ppid"] == 2:
             continue  # ours, and the kernel's own threads
         if r["uid"] != 0:
-            side = "test" if r["uid"] >= first + 1000 else "student"
+            side = "test" if r["uid"] >= first + TEST_UID_OFFSET else "student"
             parent = by_pid.get(r["ppid"]) or {"uid": 0, "comm": ""}
             if r["comm"].startswith("bwrap") or r["comm"] in ("true", "uname"):
                 kinds["the rest"].append(r)  # the sandbox's own start

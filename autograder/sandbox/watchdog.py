@@ -34,6 +34,8 @@ def descendants(root: psutil.Process) -> list[psutil.Process]:
     pids = descendant_pids(root.pid)
     if pids is None:
         return root.children(recursive=True)
+    # After the walk, not before (psutil's order): a root that ended, or whose pid became
+    # another process's, while its files were read is caught here too.
     if not root.is_running():
         raise psutil.NoSuchProcess(root.pid)
     procs = []
