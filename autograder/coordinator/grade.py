@@ -16,6 +16,7 @@ worker on its own is given up), and a result is recorded once, by digest.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -559,6 +560,10 @@ def init_pool_worker(
         threading.Thread(
             target=_stop_when_told, args=(stop,), daemon=True, name="course-grade-stop"
         ).start()
+    # What the worker holds before its first job (nbgrader, nbconvert, SQLAlchemy, its
+    # private course) lives as long as the worker: frozen, the collections that each
+    # submission's garbage sets off no longer walk it (gc.freeze).
+    gc.freeze()
 
 
 def _quiet(*_) -> None:

@@ -95,13 +95,18 @@ def run(work: Callable[[], tuple[bool, str]], limits: Limits = Limits()) -> Ende
     reader, writer = os.pipe()
     mapped = _address_space()
     # The child's collector leaves the worker's objects alone: walking them would write
-    # to (and so copy) every page of the worker's heap.
-    gc.freeze()
+    # to (and so copy) every page of the worker's heap. A worker froze what it holds
+    # before its first job (grade.init_pool_worker), which stays so: unfreezing here would
+    # thaw that too, and freezing more would keep for good any garbage not yet collected.
+    freeze_here = gc.get_freeze_count() == 0
+    if freeze_here:
+        gc.freeze()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(reader)
         _child(work, writer, mapped, limits)
-    gc.unfreeze()
+    if freeze_here:
+        gc.unfreeze()
     os.close(writer)
     try:
         return _wait(pid, reader, limits)

@@ -234,6 +234,25 @@ def _worker_facts(names):
     return parent, {n: os.environ.get(n) for n in names}, sorted(sys.modules)
 
 
+def _frozen_before_and_after_a_child():
+    import gc
+
+    from autograder.worker import limited_child
+
+    before = gc.get_freeze_count()
+    limited_child.run(lambda: (True, ""))
+    return before, gc.get_freeze_count()
+
+
+@pytest.mark.slow
+def test_a_workers_imports_are_frozen_for_good_before_its_first_job():
+    """What a worker imported is never walked by its collections (gc.freeze), also after
+    it forked a child for a feedback page."""
+    with grade.local_pool(1, None) as (pool, _):
+        before, after = pool.submit(_frozen_before_and_after_a_child).result(120)
+    assert before > 50_000 and after == before
+
+
 @pytest.mark.slow
 def test_workers_come_from_a_fork_server_that_imported_them_and_get_the_coordinators_environment(
     monkeypatch,

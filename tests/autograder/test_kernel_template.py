@@ -101,6 +101,25 @@ def test_the_template_never_runs_a_cell_and_keeps_one_thread(template):
     assert template.starts == 1 and template.uses == 1
 
 
+def test_a_kernel_collects_its_own_garbage_and_never_walks_the_templates_objects(template):
+    """The template freezes what it imported (``gc.freeze``) before forking; the kernel
+    collects again, and a cycle of its own goes."""
+    (text,) = run_in_fresh_kernels(
+        template,
+        """
+import gc, weakref
+class Node: pass
+a, b = Node(), Node()
+a.other, b.other = b, a
+gone = weakref.ref(a)
+del a, b
+gc.collect()
+print(gc.isenabled(), gc.get_freeze_count() > 100_000, gone() is None)
+""",
+    )
+    assert text == "True True True\n", text
+
+
 def test_a_template_that_dies_is_replaced_and_the_submission_withheld(template):
     """Only trusted code runs in a test kernel, but its template is not out of its reach
     (same uid, same sandbox): if it goes, that submission's points are withheld and the

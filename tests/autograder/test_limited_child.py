@@ -93,3 +93,21 @@ def test_a_lock_another_thread_holds_at_the_fork_is_fresh_in_the_child():
         holder.join()
         limited_child._IN_CHILD.pop()
     assert ended.ok
+
+
+def test_what_the_worker_froze_stays_frozen_and_nothing_else_is_left_frozen():
+    """A run freezes the worker's objects for the child's collector and thaws them after,
+    unless the worker froze its own (a pool worker, after its start): those stay frozen."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    limited_child.run(lambda: (True, ""), SMALL)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        limited_child.run(lambda: (True, ""), SMALL)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
