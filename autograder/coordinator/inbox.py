@@ -83,14 +83,32 @@ def digest(files: dict[str, bytes], refused: list[str]) -> str:
 MAX_CELLS = 2_000
 
 
-def cells_in(raw: bytes) -> int:
-    """How many cells a notebook's JSON lists, read before nbformat builds and checks them
-    (0 when it is no JSON notebook: nbformat then says what is wrong)."""
+# How deep a notebook's JSON may nest. The course's notebooks nest 8 deep with their
+# outputs (a widget's or a plot's state a few levels more); nbgrader's own steps recurse
+# through a notebook and failed on metadata nested about 490 deep (an outside attack), a
+# submission that then came back as the grader's own error on every run.
+MAX_DEPTH = 100
+
+
+def outline(raw: bytes) -> tuple[int, int]:
+    """(cells, depth): how many cells a notebook's JSON lists and how deep it nests, read
+    before nbformat builds and checks it; (0, 0) when it is no JSON notebook (nbformat
+    then says what is wrong). The depth is counted without recursion, and only up to
+    ``MAX_DEPTH + 1``."""
     try:
-        cells = json.loads(raw).get("cells")
+        doc = json.loads(raw)
+        cells = doc.get("cells")
     except (ValueError, AttributeError, RecursionError):
-        return 0
-    return len(cells) if isinstance(cells, list) else 0
+        return 0, 0
+    depth, stack = 0, [(doc, 1)]
+    while stack and depth <= MAX_DEPTH:
+        value, level = stack.pop()
+        depth = max(depth, level)
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, level + 1) for v in value)
+    return (len(cells) if isinstance(cells, list) else 0), depth
 
 
 def problem(
@@ -111,12 +129,18 @@ def problem(
             return NO_NOTEBOOK, f"expected {name}{others}"
         if not files[name].strip():
             return INVALID_NOTEBOOK, f"{name} is an empty file"
-        cells = cells_in(files[name])
+        cells, depth = outline(files[name])
         if cells > MAX_CELLS:
             return INVALID_NOTEBOOK, (
                 f"{name} has {cells:,} cells; the grader reads at most {MAX_CELLS:,} "
                 "(the course's notebooks have under 50): remove the cells that were added "
                 "and submit again"
+            )
+        if depth > MAX_DEPTH:
+            return INVALID_NOTEBOOK, (
+                f"{name} nests more than {MAX_DEPTH} levels deep (in its metadata or "
+                "outputs); the grader reads at most that (the course's notebooks nest "
+                "under 10): submit the notebook as Jupyter saved it"
             )
         try:
             nb = nbformat.reads(files[name].decode("utf-8"), as_version=4)

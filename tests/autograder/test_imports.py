@@ -444,6 +444,30 @@ def test_a_notebook_nbgrader_could_not_put_together_is_an_invalid_notebook(cours
     assert fate == "invalid notebook" and words in message, message
 
 
+@pytest.mark.parametrize("levels, refused", [(40, False), (150, True), (480, True), (5000, True)])
+def test_a_notebook_nested_past_what_the_grader_reads_is_an_invalid_notebook(
+    course, levels, refused
+):
+    """nbgrader's own steps recurse through a notebook: an outside attack's metadata nested
+    about 490 deep came back as the grader's own error on every run. A plot's or a widget's
+    state nests a few levels; past ``inbox.MAX_DEPTH`` the notebook is refused, saying so
+    (5000 deep: past what the JSON parser itself reads)."""
+    nb = make_submission(RELEASE, SOLUTIONS)
+    nb.cells[0].metadata["deep"] = "@DEEP@"
+    raw = nbformat.writes(nb).replace('"@DEEP@"', "[" * levels + "1" + "]" * levels)
+    files = {"gpu_tensors.ipynb": raw.encode()}
+    found = inbox.problem(
+        files, [], ["gpu_tensors.ipynb"], inbox.source_cells(course, "gpu_tensors")
+    )
+    if not refused:
+        assert found is None, found
+        return
+    fate, message = found
+    assert fate == "invalid notebook", message
+    if levels < 1000:
+        assert f"nests more than {inbox.MAX_DEPTH} levels deep" in message, message
+
+
 def test_a_deleted_test_alone_is_left_to_nbgrader_which_puts_it_back(course):
     nb = _without(make_submission(RELEASE, SOLUTIONS), "test_q2_mb")
     files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
