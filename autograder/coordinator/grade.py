@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import multiprocessing
 import os
 import re
 import secrets
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from autograder import fates, stalls
 from autograder.config import grading_config
-from autograder.coordinator import inbox
+from autograder.coordinator import fork_server, inbox
 from autograder.coordinator.ledger import Ledger
 from autograder.job import CourseFiles, Job, Result
 from autograder.sandbox import safefiles
@@ -399,20 +398,16 @@ class LocalPool:
         # Every worker's folders (copies of the course, submissions, kernels) are made in
         # this one folder, which goes with the pool however its workers end.
         self.run_folder = tmpdirs.new_run()
-        _quiet_resource_tracker()
-        self.context = worker_context()
+        fork_server.quiet_resource_tracker()
+        self.context = fork_server.context()
         self.stop = self.context.Event()  # set: every worker cleans up and exits
         self.executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
         # Started at once: each worker imports nbgrader and prepares its private course
         # while the coordinator checks the inbox (a pool starts its processes only when
-        # work arrives, so each gets a no-op).
-        # Ctrl-C is the coordinator's: a worker that got it while still starting (before
-        # its initializer's handler) printed a traceback. They start with it blocked, which
-        # they inherit, and unblock it once their handler is in place (init_worker).
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        # work arrives, so each gets a no-op). Ctrl-C blocked: see fork_server.sigint_blocked.
+        with fork_server.sigint_blocked():
             pool = ProcessPoolExecutor(
                 self.workers,
                 mp_context=self.context,
@@ -426,8 +421,6 @@ class LocalPool:
             )
             for _ in range(self.workers):
                 pool.submit(os.getpid)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return pool
 
     def submit(self, fn, *args):
@@ -470,59 +463,6 @@ class LocalPool:
         self.remove_run_folder()
 
 
-# What every grading process imports before its first job (nbgrader, nbconvert, nbclient,
-# SQLAlchemy: about 1 CPU s), in the module a worker is started from and the one that
-# grades. Named by module, so that a move is followed.
-WORKER_PRELOAD = (__name__, grade_job.__module__)
-
-
-def worker_context():
-    """Where a local pool's workers come from: multiprocessing's fork server, one process
-    started afresh (never a fork of the coordinator, whose threads may hold locks) that
-    imports ``WORKER_PRELOAD`` once and forks every worker from there, restarted ones
-    too. Each worker used to be spawned and import all of it again. A worker starts
-    from the fork server's state, which has run no job: only imports. What a spawned
-    worker got from the coordinator at its start it still gets: its environment
-    (``init_pool_worker``), its current folder and ``sys.path`` (multiprocessing's own)."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(WORKER_PRELOAD))
-    return context
-
-
-def _let_the_fork_server_end_with_the_coordinator() -> None:
-    """In a worker forked by the fork server: close the end of the fork server's "alive"
-    pipe that multiprocessing hands every child it forks (so that a child could ask it
-    for processes of its own, which a worker never does). The fork server ends when every
-    holder has closed it; with the workers holding it, a killed coordinator left the fork
-    server, its workers and their kernels running for good, each waiting for the other
-    (a worker dies with its parent, the fork server)."""
-    from multiprocessing import forkserver
-
-    server = forkserver._forkserver
-    alive = getattr(server, "_forkserver_alive_fd", None)
-    if alive is not None and multiprocessing.parent_process() is not None:
-        with contextlib.suppress(OSError):
-            os.close(alive)
-        server._forkserver_alive_fd = None
-
-
-def _quiet_resource_tracker() -> None:
-    """Start multiprocessing's resource tracker with its stderr on /dev/null. After Ctrl-C
-    the pool ends at once (``os._exit``), and the tracker unlinks the pool's semaphores,
-    as it should, then warns of them as "leaked" on the instructor's terminal: its
-    cleanup stays, its words are not the instructor's business."""
-    from multiprocessing import resource_tracker
-
-    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)  # the tracker keeps fd 2 as its stderr
-        resource_tracker.ensure_running()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
-
-
 def init_pool_worker(
     files_of_course: CourseFiles | None = None,
     stop=None,
@@ -542,7 +482,7 @@ def init_pool_worker(
     # ``safefiles.write_tree`` with its own modes; they only pass through the course
     # copy's folder to their test files (the source's data, no secret).
     os.umask(0o077)
-    _let_the_fork_server_end_with_the_coordinator()
+    fork_server.let_it_end_with_the_coordinator()
     if environment is not None:
         os.environ.clear()
         os.environ.update(environment)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from autograder import stalls
-from autograder.coordinator import grade
+from autograder.coordinator import fork_server, grade
 from autograder.job import CourseFiles, Job, Result
 
 
@@ -273,4 +273,4 @@ def test_workers_come_from_a_fork_server_that_imported_them_and_get_the_coordina
         ).result(120)
     assert parent_again == parent
     assert env == {"COURSE_GRADE_TEST_ENV": "second", "COURSE_GRADE_TEST_GONE": None}
-    assert set(grade.WORKER_PRELOAD) <= set(modules)
+    assert set(fork_server.WORKER_PRELOAD) <= set(modules)
