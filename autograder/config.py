@@ -111,6 +111,15 @@ def grading_config(course_root: Path) -> Config:
         for p in preprocessors
         if not _is_named(p, "CheckCellMetadata")
     ]
+    # The sanitize step's OverwriteCells reads the source's rows once a notebook, not once
+    # a cell (``autograder.notebook_rows``).
+    sanitize = list(config.Autograde.get("sanitize_preprocessors") or _default_sanitize())
+    config.Autograde.sanitize_preprocessors = [
+        "autograder.notebook_rows.OverwriteCellsFromOneRead"
+        if _is_named(p, "OverwriteCells")
+        else p
+        for p in sanitize
+    ]
     # nbconvert validates the whole notebook after each of autograde's preprocessors (a
     # tenth of a CPU second a submission); once, after the last, still refuses a bad one.
     config.Exporter.optimistic_validation = True
@@ -125,6 +134,12 @@ def _default_autograde() -> list:
     from nbgrader.converters import Autograde
 
     return list(Autograde.class_traits()["autograde_preprocessors"].default())
+
+
+def _default_sanitize() -> list:
+    from nbgrader.converters import Autograde
+
+    return list(Autograde.class_traits()["sanitize_preprocessors"].default())
 
 
 def _is_named(preprocessor, name: str) -> bool:

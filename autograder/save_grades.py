@@ -8,7 +8,8 @@ cell loads the submission's rows again, and a grader that dies between two cells
 notebook half saved in the gradebook. Here nbgrader's commit after a cell is a flush (the
 rows are written inside the transaction, as autoflush would before the next query), and
 the transaction is committed after the last cell: a failure on the way rolls it back, and
-the notebook keeps the grades it had.
+the notebook keeps the grades it had. Its rows are read once a notebook, not once a cell
+(``autograder.notebook_rows``).
 
 Used by course-grade's workers (their private gradebook, through
 ``Autograde.autograde_preprocessors``) and by the coordinator (the course's gradebook).
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades
+
+from autograder.notebook_rows import one_read
 
 
 class SaveAutoGradesAtOnce(SaveAutoGrades):
@@ -37,7 +40,10 @@ class SaveAutoGradesAtOnce(SaveAutoGrades):
             # one session only, for the cells of this notebook).
             session.commit = session.flush
             try:
-                nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)
+                with one_read(
+                    self.gradebook, self.notebook_id, self.assignment_id, self.student_id
+                ):
+                    nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)
             finally:
                 del session.commit
             session.commit()
