@@ -18,7 +18,6 @@ from nbgrader.utils import compute_checksum
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from autograder.config import grading_config
 from autograder.notebook_rows import OverwriteCellsFromOneRead, one_read
 
 NOTEBOOKS = ("nb", "other")
@@ -206,13 +205,3 @@ def test_overwrite_cells_gives_nbgraders_notebook_and_warnings(url, caplog):
         ours.cells[1].metadata.nbgrader["points"] == 2 and ours.cells[2].source == "assert x == 3"
     )
     assert any("does not exist" in w for w in our_words)
-
-
-def test_course_grade_sanitizes_with_one_read(tmp_path):
-    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
-    names = [
-        p if isinstance(p, str) else f"{p.__module__}.{p.__name__}"
-        for p in grading_config(tmp_path).Autograde.sanitize_preprocessors
-    ]
-    assert "autograder.notebook_rows.OverwriteCellsFromOneRead" in names
-    assert not [n for n in names if n.rsplit(".", 1)[-1] == "OverwriteCells"]

@@ -115,8 +115,16 @@ def test_a_notebook_that_fails_half_way_keeps_the_grades_it_had(url):
     assert _rows(url) == before  # t1 and t2, saved before the failing cell, rolled back
 
 
-def test_course_grade_saves_grades_at_once(tmp_path):
-    """In the workers' autograde (the config's preprocessors) and in the coordinator's save."""
+@pytest.mark.parametrize(
+    "trait, ours",
+    [
+        ("autograde_preprocessors", "autograder.save_grades.SaveAutoGradesAtOnce"),
+        ("sanitize_preprocessors", "autograder.notebook_rows.OverwriteCellsFromOneRead"),
+    ],
+)
+def test_course_grade_swaps_in_its_own_for_nbgraders(tmp_path, trait, ours):
+    """In the workers' autograde (the config's preprocessors) and, for the grades, in the
+    coordinator's save."""
     import inspect
 
     from autograder.coordinator import grade
@@ -124,8 +132,9 @@ def test_course_grade_saves_grades_at_once(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
     names = [
         p if isinstance(p, str) else f"{p.__module__}.{p.__name__}"
-        for p in grading_config(tmp_path).Autograde.autograde_preprocessors
+        for p in grading_config(tmp_path).Autograde[trait]
     ]
-    assert "autograder.save_grades.SaveAutoGradesAtOnce" in names
-    assert not [n for n in names if n.rsplit(".", 1)[-1] == "SaveAutoGrades"]
+    nbgraders = ours.rsplit(".", 1)[-1].replace("AtOnce", "").replace("FromOneRead", "")
+    assert ours in names
+    assert not [n for n in names if n.rsplit(".", 1)[-1] == nbgraders]
     assert "(SaveAutoGradesAtOnce, AssignLatePenalties)" in inspect.getsource(grade._save_grades)
