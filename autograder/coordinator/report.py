@@ -161,6 +161,12 @@ NBGRADER_COLUMNS = (
 )
 
 
+def _roster_order(student) -> tuple:
+    return tuple(
+        (name is not None, name or "") for name in (student.last_name, student.first_name)
+    ) + (student.id,)
+
+
 def nbgrader_rows(gb, assignments: list[str]) -> list[dict[str, str]]:
     """The rows of nbgrader's ``nbgrader export`` (CsvExportPlugin), with its values: a
     student with no submission has 0, and score is the raw score less the late penalty.
@@ -172,7 +178,9 @@ def nbgrader_rows(gb, assignments: list[str]) -> list[dict[str, str]]:
     for assignment in gb.assignments:
         if assignment.name not in assignments:
             continue
-        for student in gb.students:
+        # nbgrader's own order (last name, first name, a missing one first), then the id:
+        # students without names came in the order they were graded, run after run.
+        for student in sorted(gb.students, key=_roster_order):
             row = {
                 "assignment": assignment.name,
                 "duedate": assignment.duedate,

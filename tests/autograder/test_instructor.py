@@ -235,6 +235,29 @@ def test_grades_csv_names_each_question_column_for_its_unit(tmp_path):
         assert all((rows[unit][n] == "0") == n.startswith(unit + " ") for n in asked), unit
 
 
+def test_grades_csv_lists_students_in_nbgraders_order_then_by_id(tmp_path):
+    """nbgrader orders students by last and first name; students with no names came out in
+    the order they were first graded, which changed from run to run. Ties go by id."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator.report import export_grades
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_assignment(ASSIGNMENT)
+        for student in ("zed", "bo", "ada"):  # graded in this order
+            gb.add_student(student)
+        gb.add_student("jo", last_name="March", first_name="Jo")
+        gb.add_student("amy", last_name="March", first_name="Amy")
+        gb.add_student("al", last_name="Alcott", first_name="Louisa")
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    with open(course / "grades.csv", newline="") as f:
+        order = [r["student_id"] for r in csv.DictReader(f)]
+    assert order == ["ada", "bo", "zed", "al", "amy", "jo"]
+
+
 def test_a_roster_name_with_a_comma_or_a_quote_keeps_every_column_of_grades_csv(tmp_path):
     """nbgrader's CSV export joins its fields with commas, unquoted: after `nbgrader db
     student import` of "March, Jr.", a fresh instructor's every run stopped with a
