@@ -36,6 +36,7 @@ from autograder.config import grading_config
 from autograder.coordinator import fork_server, inbox
 from autograder.coordinator.ledger import Ledger
 from autograder.job import CourseFiles, Job, Result
+from autograder.printable import printable
 from autograder.sandbox import safefiles
 from autograder.sandbox.bubblewrap import Sandbox, unprivileged, unprivileged_problem
 from autograder.worker import gradebooks, tmpdirs
@@ -305,7 +306,15 @@ def _grade_class(
         if done and done.get("digest") == digest and not again:
             outcomes[student] = {**done, "this_run": "unchanged"}
             continue
-        rejected = inbox.problem(files, refused, notebooks, cells)
+        try:
+            rejected = inbox.problem(files, refused, notebooks, cells)
+            if not rejected:
+                files, notes = inbox.ordinary_cells(files, notebooks, cells)
+        except Exception as exc:  # noqa: BLE001 - one submission's, never the class's end
+            # No traceback: its last line would quote the student's data unescaped.
+            why = printable(f"{type(exc).__name__}: {exc}")[:200]
+            log.error("%s: the grader could not read the submission: %s", student, why)
+            rejected = fates.ERROR, f"the grader could not read the submission ({why})"
         if rejected:
             fate, message = rejected
             outcome = fates.Outcome(student, fate, 0.0, None, [message], digest=digest).as_dict()
@@ -317,7 +326,6 @@ def _grade_class(
             pending.discard(student)
             outcomes[student] = {**outcome, "this_run": "rejected"}
             continue
-        files, notes = inbox.ordinary_cells(files, notebooks, cells)
         to_grade.append(Job(student, digest, files, files_of_course, sandbox, gpu, tuple(notes)))
     waiting = {job.student for job in to_grade}
     if force:  # listed before any is graded: an interruption leaves the rest to the next run

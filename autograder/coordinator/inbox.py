@@ -93,22 +93,40 @@ MAX_DEPTH = 100
 def outline(raw: bytes) -> tuple[int, int]:
     """(cells, depth): how many cells a notebook's JSON lists and how deep it nests, read
     before nbformat builds and checks it; (0, 0) when it is no JSON notebook (nbformat
-    then says what is wrong). The depth is counted without recursion, and only up to
-    ``MAX_DEPTH + 1``."""
+    then says what is wrong). An nbformat 3 notebook's cells are its worksheets'."""
     try:
         doc = json.loads(raw)
-        cells = doc.get("cells")
-    except (ValueError, AttributeError, RecursionError):
+    except (ValueError, RecursionError):
         return 0, 0
-    depth, stack = 0, [(doc, 1)]
-    while stack and depth <= MAX_DEPTH:
+    if not isinstance(doc, dict):
+        return 0, 0
+    lists = [doc.get("cells")]
+    worksheets = doc.get("worksheets")
+    if isinstance(worksheets, list):
+        lists += [w.get("cells") for w in worksheets if isinstance(w, dict)]
+    return sum(len(c) for c in lists if isinstance(c, list)), depth(doc)
+
+
+def depth(value) -> int:
+    """How deep ``value`` (JSON's dicts and lists) nests, counted without recursion and
+    only up to ``MAX_DEPTH + 1``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_DEPTH:
         value, level = stack.pop()
-        depth = max(depth, level)
+        deepest = max(deepest, level)
         if isinstance(value, dict):
             stack.extend((v, level + 1) for v in value.values())
         elif isinstance(value, list):
             stack.extend((v, level + 1) for v in value)
-    return (len(cells) if isinstance(cells, list) else 0), depth
+    return deepest
+
+
+def _too_deep(name: str) -> str:
+    return (
+        f"{name} nests more than {MAX_DEPTH} levels deep (in its metadata or outputs); "
+        "the grader reads at most that (the course's notebooks nest under 10): submit the "
+        "notebook as Jupyter saved it"
+    )
 
 
 def problem(
@@ -129,21 +147,23 @@ def problem(
             return NO_NOTEBOOK, f"expected {name}{others}"
         if not files[name].strip():
             return INVALID_NOTEBOOK, f"{name} is an empty file"
-        cells, depth = outline(files[name])
+        cells, nesting = outline(files[name])
         if cells > MAX_CELLS:
             return INVALID_NOTEBOOK, (
                 f"{name} has {cells:,} cells; the grader reads at most {MAX_CELLS:,} "
                 "(the course's notebooks have under 50): remove the cells that were added "
                 "and submit again"
             )
-        if depth > MAX_DEPTH:
-            return INVALID_NOTEBOOK, (
-                f"{name} nests more than {MAX_DEPTH} levels deep (in its metadata or "
-                "outputs); the grader reads at most that (the course's notebooks nest "
-                "under 10): submit the notebook as Jupyter saved it"
-            )
+        if nesting > MAX_DEPTH:
+            return INVALID_NOTEBOOK, _too_deep(name)
         try:
             nb = nbformat.reads(files[name].decode("utf-8"), as_version=4)
+            # An nbformat 3 notebook is converted as it is read, and a "json" output, a
+            # string there, becomes JSON: it may nest deeper now than its file did.
+            if depth(nb) > MAX_DEPTH:
+                return INVALID_NOTEBOOK, _too_deep(name)
+            if len(nb.cells) > MAX_CELLS:
+                return INVALID_NOTEBOOK, f"{name} has more than {MAX_CELLS:,} cells"
             nbformat.validate(nb)
         except Exception as exc:  # nbformat raises several kinds; all mean "not a notebook"
             text = str(exc).strip()

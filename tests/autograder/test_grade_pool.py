@@ -274,3 +274,53 @@ def test_workers_come_from_a_fork_server_that_imported_them_and_get_the_coordina
     assert parent_again == parent
     assert env == {"COURSE_GRADE_TEST_ENV": "second", "COURSE_GRADE_TEST_GONE": None}
     assert set(fork_server.WORKER_PRELOAD) <= set(modules)
+
+
+@pytest.mark.slow
+def test_a_submission_the_grader_cannot_read_is_its_own_error_and_the_class_goes_on(
+    tmp_path, monkeypatch
+):
+    """An outside attack's notebook made the coordinator's own reading of it raise
+    (before the fix of that read): the run stopped with a traceback before grading anyone,
+    on every run. Such a submission is its student's `error`, said, and the rest graded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nbformat
+
+    from autograder.coordinator import inbox
+    from tests.class_fixture import ASSIGNMENT, NOTEBOOK, build_course, honest_cases
+
+    course = build_course(tmp_path)
+    honest = honest_cases()[0].nb
+    for student in ("ada", "bo"):
+        dest = course / "submitted" / student / ASSIGNMENT
+        dest.mkdir(parents=True)
+        nb = nbformat.from_dict(honest)
+        if student == "bo":
+            nb.cells.append(nbformat.v4.new_markdown_cell("UNREADABLE"))
+        nbformat.write(nb, dest / NOTEBOOK)
+    reads = inbox.ordinary_cells
+
+    def ordinary_cells(files, *args):
+        if any(b"UNREADABLE" in data for data in files.values()):
+            raise RecursionError("maximum recursion depth exceeded")
+        return reads(files, *args)
+
+    monkeypatch.setattr(inbox, "ordinary_cells", ordinary_cells)
+    graded = []
+
+    def stand_in(job):
+        graded.append(job.student)
+        return Result({"student_id": job.student, "fate": "error", "details": ["stand-in"]})
+
+    monkeypatch.setattr(grade, "grade_job", stand_in)
+    with ThreadPoolExecutor(1) as executor:
+        outcomes = {
+            o["student_id"]: o
+            for o in grade.grade_assignment(course, ASSIGNMENT, executor=executor, sandbox=False)
+        }
+    assert graded == ["ada"]
+    assert outcomes["bo"]["fate"] == "error"
+    assert (
+        "the grader could not read the submission (RecursionError" in outcomes["bo"]["details"][0]
+    )

@@ -468,6 +468,56 @@ def test_a_notebook_nested_past_what_the_grader_reads_is_an_invalid_notebook(
         assert f"nests more than {inbox.MAX_DEPTH} levels deep" in message, message
 
 
+def _as_nbformat_3(nb, deep_json: int = 0, more_cells: int = 0) -> bytes:
+    """``nb`` saved as nbformat 3 (its cells under worksheets), with a display output whose
+    "json", a string in nbformat 3, nests ``deep_json`` lists, and ``more_cells`` empty
+    cells more."""
+    import json
+
+    from nbformat.v4 import downgrade
+
+    if deep_json:
+        plain = next(c for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata)
+        plain.outputs = [nbformat.v4.new_output("display_data", data={"application/json": {}})]
+    doc = json.loads(nbformat.writes(downgrade(nb), version=3))
+    cells = doc["worksheets"][0]["cells"]
+    for cell in cells:
+        for out in cell.get("outputs", []):
+            if "json" in out:
+                out["json"] = "[" * deep_json + "]" * deep_json
+    cells.extend({"cell_type": "markdown", "metadata": {}, "source": ""} for _ in range(more_cells))
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize(
+    "shape, words",
+    [
+        ({}, None),
+        ({"deep_json": 600}, "nests more than 100 levels deep"),
+        ({"more_cells": 2_500}, "the grader reads at most 2,000"),
+    ],
+)
+def test_an_nbformat_3_notebook_is_held_to_the_limits_of_the_notebook_it_becomes(
+    course, shape, words
+):
+    """nbformat 3 keeps its cells under worksheets and a "json" output as a string, which
+    nbformat parses as it converts the notebook: an outside attack's 600-deep string
+    passed the nesting check and then stopped every run of the class (nbformat could not
+    write the converted notebook), and 85,000 cells under a worksheet passed the cell
+    count."""
+    raw = _as_nbformat_3(make_submission(RELEASE, SOLUTIONS), **shape)
+    found = inbox.problem(
+        {"gpu_tensors.ipynb": raw},
+        [],
+        ["gpu_tensors.ipynb"],
+        inbox.source_cells(course, "gpu_tensors"),
+    )
+    if words is None:
+        assert found is None, found  # a plain nbformat 3 notebook is graded
+    else:
+        assert found is not None and found[0] == "invalid notebook" and words in found[1], found
+
+
 def test_a_deleted_test_alone_is_left_to_nbgrader_which_puts_it_back(course):
     nb = _without(make_submission(RELEASE, SOLUTIONS), "test_q2_mb")
     files = {"gpu_tensors.ipynb": nbformat.writes(nb).encode()}
