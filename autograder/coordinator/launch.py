@@ -21,10 +21,13 @@ def grades_on_a_local_pool(argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if grades_on_a_local_pool(sys.argv[1:] if argv is None else argv):
-        from autograder.coordinator import fork_server
+    try:
+        if grades_on_a_local_pool(sys.argv[1:] if argv is None else argv):
+            from autograder.coordinator import fork_server
 
-        fork_server.start()
-    from autograder.coordinator import cli
-
+            fork_server.start()
+        from autograder.coordinator import cli
+    except KeyboardInterrupt:  # Ctrl-C while it imports: a traceback said nothing useful
+        print("\ncourse-grade: interrupted as it started; nothing was changed.", file=sys.stderr)
+        return 130
     return cli.main(argv)

@@ -65,3 +65,14 @@ def test_the_guess_reads_options_as_argparse_does_with_a_value_after_an_equals_s
     assert launch.grades_on_a_local_pool(["gpu_tensors", "--collect"])
     assert not launch.grades_on_a_local_pool(["--help"])
     assert not launch.grades_on_a_local_pool(["--scheduler=tcp://h:8786", "--all"])
+
+
+def test_ctrl_c_while_it_starts_says_nothing_changed_and_exits_130(monkeypatch, capsys):
+    from autograder.coordinator import fork_server
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fork_server, "start", interrupted)
+    assert launch.main(["gpu_tensors"]) == 130
+    assert "interrupted as it started; nothing was changed" in capsys.readouterr().err
