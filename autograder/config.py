@@ -97,7 +97,7 @@ def grading_config(course_root: Path) -> Config:
     """nbgrader's config for course-grade: the course's own, with our pieces on top."""
     config = load_course_config(course_root)
     config.CourseDirectory.db_url = gradebook_url(config, course_root)
-    preprocessors = list(config.Autograde.get("autograde_preprocessors") or _default_autograde())
+    preprocessors = list(config.Autograde.get("autograde_preprocessors") or _default("autograde"))
     # nbgrader checks the cells' metadata twice: in its sanitize step, and again after
     # running them. Between the two only outputs change (the student's kernel never edits
     # the notebook), and each check validates every cell against the schema anew.
@@ -113,7 +113,7 @@ def grading_config(course_root: Path) -> Config:
     ]
     # The sanitize step's OverwriteCells reads the source's rows once a notebook, not once
     # a cell (``autograder.notebook_rows``).
-    sanitize = list(config.Autograde.get("sanitize_preprocessors") or _default_sanitize())
+    sanitize = list(config.Autograde.get("sanitize_preprocessors") or _default("sanitize"))
     config.Autograde.sanitize_preprocessors = [
         "autograder.notebook_rows.OverwriteCellsFromOneRead"
         if _is_named(p, "OverwriteCells")
@@ -130,16 +130,11 @@ def grading_config(course_root: Path) -> Config:
     return config
 
 
-def _default_autograde() -> list:
+def _default(step: str) -> list:
+    """nbgrader's own list of Autograde's ``step`` preprocessors (autograde, sanitize)."""
     from nbgrader.converters import Autograde
 
-    return list(Autograde.class_traits()["autograde_preprocessors"].default())
-
-
-def _default_sanitize() -> list:
-    from nbgrader.converters import Autograde
-
-    return list(Autograde.class_traits()["sanitize_preprocessors"].default())
+    return list(Autograde.class_traits()[f"{step}_preprocessors"].default())
 
 
 def _is_named(preprocessor, name: str) -> bool:

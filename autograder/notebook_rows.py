@@ -85,6 +85,9 @@ def _reads(db, notebook: str, assignment: str, student: str | None) -> dict[str,
     }
 
 
+_OF_A_SUBMISSION = ("find_grade", "find_comment")
+
+
 @contextlib.contextmanager
 def one_read(
     gradebook: Gradebook, notebook: str, assignment: str, student: str | None = None
@@ -93,13 +96,16 @@ def one_read(
     (the two of a submission's rows only where ``student`` is given)."""
     reads = _reads(gradebook.db, notebook, assignment, student)
     if student is None:
-        del reads["find_grade"], reads["find_comment"]
+        for method in _OF_A_SUBMISSION:
+            del reads[method]
     for method, read in reads.items():
-        setattr(
-            gradebook,
-            method,
-            _answering(getattr(gradebook, method), read, notebook, assignment, student),
+        # The lookups of a submission's rows name the student too; those of cells do not.
+        where = (
+            (notebook, assignment, student)
+            if method in _OF_A_SUBMISSION
+            else (notebook, assignment)
         )
+        setattr(gradebook, method, _answering(getattr(gradebook, method), read, where))
     try:
         yield
     finally:
@@ -107,12 +113,12 @@ def one_read(
             delattr(gradebook, method)  # the class's own method again
 
 
-def _answering(own: Callable, read: Callable, notebook: str, assignment: str, student):
+def _answering(own: Callable, read: Callable, mine: tuple) -> Callable:
     rows: dict | None = None
 
     def find(name, *where, **named):
         nonlocal rows
-        if not named and where in ((notebook, assignment), (notebook, assignment, student)):
+        if not named and where == mine:
             if rows is None:
                 rows = read()
             found = rows.get(name)

@@ -195,6 +195,8 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
         _PIDS.extend(int(fd) for fd in pids.split(","))
     gc.disable()
     preload(kind, more)
+    gc.freeze()  # what it imported: never walked again, here or in a kernel
+    gc.enable()
     _SOCKETS.update(_sockets())  # its own, should an import have made one
     for folder in WRITABLE:
         _empty(folder)
