@@ -348,9 +348,23 @@ def timestamp_problem(files: dict[str, bytes]) -> str | None:
     if "timestamp.txt" not in files:
         return None
     text = files["timestamp.txt"].decode("utf-8", errors="replace").strip()
-    if not TIMESTAMP.match(text):
-        return (
-            f"timestamp.txt is not a date the grader reads: {text[:40]!r}; give it a date "
-            "such as 2026-12-03 17:00:00 UTC, or remove it (no date: no late penalty)"
-        )
-    return None
+    if TIMESTAMP.match(text) and _parses(text):
+        return None
+    return (
+        f"timestamp.txt is not a date the grader reads: {text[:40]!r}; give it a date "
+        "such as 2026-12-03 17:00:00 UTC, or remove it (no date: no late penalty)"
+    )
+
+
+def _parses(text: str) -> bool:
+    """Whether nbgrader's own parser reads the date (only once it has the pattern's shape):
+    2026-02-30, a month 13 or an offset +99:99 have it, and nbgrader raised on each, in the
+    worker (the student's `error`, every run) or in the coordinator (an outside attack:
+    a rejected resubmission's date ended every run before anyone was graded)."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        parse_utc(text)
+    except (ValueError, OverflowError):  # dateutil's ParserError is a ValueError
+        return False
+    return True

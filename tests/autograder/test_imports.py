@@ -535,12 +535,19 @@ def test_a_deleted_test_alone_is_left_to_nbgrader_which_puts_it_back(course):
         ("2024-03-01 10:00:00 +0100", False),  # nbgrader reads that as 100 seconds
         ("2024-03-01 10:00:00 /etc/shadow", False),
         ("2024-03-01 10:00:00 Europe/Paris", False),
+        # The pattern's shape, but no date nbgrader's parser reads (it raised: an outside
+        # attack's rejected resubmission with such a date ended every run).
+        ("2026-02-30 10:00:00", False),
+        ("2026-13-45 25:61:61", False),
+        ("0000-01-01 00:00:00", False),
+        ("2026-01-01 10:00:00+99:99", False),
         ("not a date", False),
         ("", False),
     ],
 )
 def test_a_timestamp_must_be_a_date_and_nothing_else(stamp, ok):
-    """nbgrader hands a timestamp's last word to a time-zone lookup, which opens any path."""
+    """nbgrader hands a timestamp's last word to a time-zone lookup, which opens any path,
+    and raises on a date it cannot read."""
     problem = inbox.timestamp_problem({"timestamp.txt": stamp.encode()})
     assert (problem is None) == ok
 
