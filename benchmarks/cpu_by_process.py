@@ -9,7 +9,8 @@ it was forked without an exec, and its parent:
   templates          the exec'd kernel templates, one per kind per worker (each imports torch)
   workers            the pool's workers (nbgrader's steps, the kernels' clients)
   feedback pages     children a worker forks for each page
-  relays             the exec'd relay of each student kernel
+  relays             each student kernel's relay, forked from its worker's relay server
+  relay servers      one a worker: imports zmq once, forks every relay
   coordinator        course-grade itself
   the rest           fork server, resource tracker, bubblewrap
 
@@ -79,6 +80,11 @@ def classify(rows: list[dict], run_seconds: float) -> dict[str, list[dict]]:
         and not r["comm"].startswith("bwrap")
         and r["ppid"] != 2  # the kernel's own threads (kthreadd's)
     }
+    servers = {  # each worker's relay server: exec'd by the worker, forks every relay
+        r["pid"]
+        for r in rows
+        if r["uid"] == 0 and r["ppid"] in workers and not r["forked"] and r["comm"] != "bwrap"
+    }
     for r in rows:
         if r["comm"] == "accton" or r["ppid"] == 2:
             continue  # ours, and the kernel's own threads
@@ -97,7 +103,9 @@ def classify(rows: list[dict], run_seconds: float) -> dict[str, list[dict]]:
             kinds["workers"].append(r)
         elif r["ppid"] in workers and r["forked"]:
             kinds["feedback pages"].append(r)
-        elif r["ppid"] in workers and r["comm"] != "bwrap":
+        elif r["pid"] in servers:
+            kinds["relay servers"].append(r)
+        elif r["ppid"] in servers and r["forked"]:
             kinds["relays"].append(r)
         else:
             kinds["the rest"].append(r)

@@ -29,6 +29,19 @@ kernel directly:
 The grader's side (``Relay``) starts it, asks whether it ended (``ended``, in words: the
 watchdog then kills a kernel still running and records ``Kind.FLOOD``) and kills it with
 the kernel.
+
+How a relay starts: forked from the worker's **relay server**, a process of its own that
+the worker started once (``python -I -m`` this module ``--serve``), which has imported
+zmq and has done nothing else: no zmq context, no thread, nothing of the worker's or any
+student's in its memory. A Python started and zmq imported for every kernel was about
+0.08 CPU s a submission; a fork of the server is about 0.01. The worker asks for a relay
+on the server's socket, handing over the two pipe ends the relay reads its request from
+and writes its lines to; the server forks, and hands back a pidfd of the child, through
+which the worker polls and kills exactly that process (a pid could be reused once the
+server reaps it). The server dies with the worker (``PR_SET_PDEATHSIG``, from a thread of
+the worker's that lives as long as the worker) and each relay with the server, so no relay
+outlives the grader that started it. A relay says why it ended on its own line (``flood``,
+``cut``); one that says nothing died otherwise (a signal, its memory).
 """
 
 from __future__ import annotations
@@ -37,8 +50,11 @@ import json
 import os
 import resource
 import select
+import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 MODULE = __spec__.name if __spec__ is not None else __name__  # for python -m; follows a move
@@ -60,29 +76,113 @@ def memory_limit(max_bytes: int) -> int:
     return BASE_MEMORY + (2 * QUEUE + 2) * max_bytes
 
 
+class _Server:
+    """The worker's relay server (one per worker process), started on first use."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        started: list = []
+        ready = threading.Event()
+
+        def keep() -> None:
+            # The server's death signal follows the thread that started it: this one lives
+            # as long as the worker, so the server (and every relay) ends with the worker
+            # rather than with whichever grading thread first needed a relay.
+            try:
+                started.append(
+                    subprocess.Popen(
+                        [sys.executable, "-I", "-m", MODULE, "--serve", str(os.getpid())],
+                        stdin=theirs.fileno(),
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        env={
+                            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                            "MALLOC_ARENA_MAX": "2",
+                        },
+                        cwd="/",
+                    )
+                )
+            except BaseException as exc:  # noqa: BLE001 - said by the thread that asked
+                started.append(exc)
+            ready.set()
+            threading.Event().wait()
+
+        threading.Thread(target=keep, daemon=True, name="relay-server").start()
+        ready.wait()
+        theirs.close()
+        if isinstance(started[0], BaseException):
+            ours.close()
+            raise started[0]
+        self.process, self.socket, self.lock = started[0], ours, threading.Lock()
+
+    def fork(self, request_end: int, lines_end: int, memory: int) -> tuple[int, int]:
+        """A new relay reading ``request_end`` and writing ``lines_end``, that may map
+        ``memory`` bytes: its pid and pidfd."""
+        with self.lock:
+            socket.send_fds(self.socket, [b"fork %d" % memory], [request_end, lines_end])
+            ready, _, _ = select.select([self.socket], [], [], START_WAIT)
+            if not ready:
+                raise RuntimeError("the relay server did not answer")
+            said, fds, _, _ = socket.recv_fds(self.socket, 16, 1)
+        for fd in fds:
+            os.set_inheritable(fd, False)
+        if not said and not fds:
+            raise ConnectionError("the relay server ended")
+        if len(fds) != 1 or not said.isdigit():
+            for fd in fds:
+                os.close(fd)
+            raise RuntimeError("the relay server could not start a relay")
+        return int(said), fds[0]
+
+
+_SERVERS: dict[int, _Server] = {}  # this process's id -> its server (a fork gets its own)
+_SERVERS_LOCK = threading.Lock()
+
+
+def _fork_relay(request_end: int, lines_end: int, memory: int) -> tuple[int, int]:
+    """Fork a relay from this process's server (started, or started again, as needed)."""
+    for attempt in (1, 2):
+        with _SERVERS_LOCK:
+            server = _SERVERS.get(os.getpid())
+            if server is not None and server.process.poll() is not None:
+                server.socket.close()
+                server = None
+            if server is None:
+                server = _SERVERS[os.getpid()] = _Server()
+        try:
+            return server.fork(request_end, lines_end, memory)
+        except OSError:  # the server is gone (killed): a new one, once
+            with _SERVERS_LOCK:
+                if _SERVERS.get(os.getpid()) is server:
+                    del _SERVERS[os.getpid()]
+            server.socket.close()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 class Relay:
     """The grader's handle on one kernel's relay."""
 
     def __init__(self, folder: Path, max_bytes: int):
-        """Start the relay's process: it imports zmq while the kernel starts, and waits
-        for ``connect`` to say where the kernel's sockets are. It is spawned without a
-        ``preexec_fn`` (so ``subprocess`` uses vfork, never a copy of the grading process:
-        about 17 ms of CPU a kernel less); it sets its own memory limit and its death with
-        the grader's thread (``_confine``) before it reads anything."""
+        """Fork the relay from the worker's relay server: it is ready for ``connect`` at
+        once. It has its memory limit and its death with the server before it reads
+        anything (``_confine``)."""
         folder.mkdir(mode=0o700)
         self.ip = str(folder / "ipc")
         self.max_bytes = max_bytes
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "MALLOC_ARENA_MAX": "2"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", MODULE, str(memory_limit(max_bytes)), str(os.getpid())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd="/",
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdout = self.process.stdout
+        request_read, request_write = os.pipe()
+        lines_read, lines_write = os.pipe()
+        try:
+            self.pid, self.pidfd = _fork_relay(request_read, lines_write, memory_limit(max_bytes))
+        except BaseException:
+            for fd in (request_read, request_write, lines_read, lines_write):
+                os.close(fd)
+            raise
+        os.close(request_read)
+        os.close(lines_write)
+        self.stdin = os.fdopen(request_write, "wb")
+        self.stdout = os.fdopen(lines_read, "rb", buffering=0)
 
     def connect(self, kernel_ip: str, ports: dict) -> str:
         """Connect to the kernel's sockets at ``kernel_ip`` (a host path, resolved before
@@ -94,9 +194,8 @@ class Relay:
             "ports": ports,
             "max_bytes": self.max_bytes,
         }
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(request) + "\n").encode())
-        self.process.stdin.close()
+        self.stdin.write((json.dumps(request) + "\n").encode())
+        self.stdin.close()
         ready, _, _ = select.select([self.stdout], [], [], START_WAIT)
         line = self.stdout.readline() if ready else b"(no answer)"
         if line != b"ready\n":
@@ -104,22 +203,37 @@ class Relay:
             raise RuntimeError(f"the kernel's relay did not start ({line[:200]!r})")
         return self.ip
 
+    def running(self) -> bool:
+        """Whether the relay's process is still there (its pidfd turns readable when it
+        ends)."""
+        if self.pidfd < 0:
+            return False
+        ready, _, _ = select.select([self.pidfd], [], [], 0)
+        return not ready
+
     def ended(self) -> str | None:
         """None while it runs; else why the kernel can no longer be read, in words."""
-        status = self.process.poll()
-        if status is None:
+        if self.running():
             return None
         if not hasattr(self, "_why"):
-            parts = (self.stdout.read(200) or b"").split()
+            # What it said before it ended (a process forked meanwhile by another thread of
+            # the worker may still hold the pipe's other end: never wait for its end).
+            os.set_blocking(self.stdout.fileno(), False)
+            try:
+                parts = (self.stdout.read(200) or b"").split()
+            except OSError:
+                parts = []
             limit = f"{self.max_bytes / 1e6:g} MB"
-            if status == FLOODED and len(parts) == 2 and parts[1].isdigit():
+            if len(parts) == 2 and parts[0] == b"flood" and parts[1].isdigit():
                 self._why = (
                     f"it sent a message of {int(parts[1]) / 1e6:.0f} MB (or of more "
                     f"than {MAX_FRAMES} frames); the grader takes {limit} at most"
                 )
             else:
                 channel = (
-                    parts[1].decode(errors="replace") if status == CUT and len(parts) == 2 else "a"
+                    parts[1].decode(errors="replace")
+                    if len(parts) == 2 and parts[0] == b"cut"
+                    else "a"
                 )
                 self._why = (
                     f"its {channel} channel broke: it sent more at once than the "
@@ -129,12 +243,18 @@ class Relay:
         return self._why
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        if self.pidfd >= 0:
+            if self.running():
+                try:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                select.select([self.pidfd], [], [], START_WAIT)
+            os.close(self.pidfd)
+            self.pidfd = -1
         self.stdout.close()
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
+        if not self.stdin.closed:
+            self.stdin.close()
 
 
 def _sockets(zmq, context, request: dict) -> list[tuple]:
@@ -183,8 +303,8 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
     # One poller: a source is left out only while its target has not taken the last
     # message (so the relay never holds more than one message per direction).
     poller = zmq.Poller()
-    for socket in [*monitors, *route]:
-        poller.register(socket, zmq.POLLIN)
+    for source in [*monitors, *route]:
+        poller.register(source, zmq.POLLIN)
     while True:
         for source, _ in poller.poll(10 if pending else 1000):
             if source in monitors:
@@ -208,19 +328,17 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
             poller.register(route[target], zmq.POLLIN)
 
 
-def _confine(limit: int, grader: int) -> None:
-    """Before anything is read: the memory cap, and SIGKILL when the grader's thread that
-    started this process ends (or at once, if the grader has ended already)."""
+def _confine(limit: int, server: int) -> None:
+    """Before anything is read: the memory cap, and SIGKILL when the server that forked
+    this relay ends (or at once, if it has ended already)."""
     from autograder.sandbox.procs import die_with_parent
 
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    die_with_parent(grader)
+    die_with_parent(server)
 
 
-def main() -> None:
-    _confine(int(sys.argv[1]), int(sys.argv[2]))
-    import zmq
-
+def _relay(zmq) -> None:
+    """A relay's life once confined: its request on standard input, then forwarding."""
     request = json.loads(sys.stdin.readline())
     context = zmq.Context()
     context.setsockopt(zmq.RECONNECT_IVL, -1)  # the path to the kernel is resolved once
@@ -231,6 +349,79 @@ def main() -> None:
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     _forward(zmq, pairs, request["max_bytes"])
+
+
+def _child(zmq, requests: socket.socket, fds: list[int], limit: int, server: int) -> None:
+    """In the forked relay: confined first, then its two pipe ends become its standard
+    input and output."""
+    try:
+        _confine(limit, server)
+        requests.close()
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sys.stdin = os.fdopen(0, "r", closefd=False)
+        sys.stdout = os.fdopen(1, "w", closefd=False)
+        _relay(zmq)
+    finally:
+        os._exit(1)
+
+
+def _reap(signum, frame) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def serve(worker: int) -> None:
+    """The relay server: fork one relay per request on standard input (a socket), until
+    the worker closes it; each answer is the new relay's pidfd."""
+    from autograder.sandbox.procs import die_with_parent
+
+    die_with_parent(worker)
+    import gc
+
+    import zmq  # what every relay needs, imported once; no context: no thread here
+
+    gc.freeze()
+    requests = socket.socket(fileno=0)
+    signal.signal(signal.SIGCHLD, _reap)
+    me = os.getpid()
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(requests, 64, 2)
+        except InterruptedError:
+            continue
+        if not message:  # the worker closed its end
+            return
+        words = message.split()
+        if len(fds) != 2 or len(words) != 2 or words[0] != b"fork" or not words[1].isdigit():
+            for fd in fds:
+                os.close(fd)
+            requests.send(b"no")
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _child(zmq, requests, fds, int(words[1]), me)
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)  # before it can be reaped: a zombie's pid is still its
+        try:
+            socket.send_fds(requests, [b"%d" % pid], [pidfd])
+        finally:
+            os.close(pidfd)
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        serve(int(sys.argv[2]))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ import time; time.sleep(20)
 
 def _relayed(code: str, timeout: float = 10, **execute):
     """Run ``code`` in a relayed student kernel; (reply or exception, events, the grader's
-    peak growth in resident memory in MB, the relay's process)."""
+    peak growth in resident memory in MB, the relay's pid and whether it ran until the
+    kernel's shutdown)."""
 
     async def run():
         config = Config()
@@ -68,7 +69,9 @@ def _relayed(code: str, timeout: float = 10, **execute):
                 reply = exc
             stop.set()
             sampler.join()
-            return reply, list(km.events), (max(peak) - peak[0]) / 1e6, km._relay.process
+            relay = km._relay
+            running = relay.running()
+            return reply, list(km.events), (max(peak) - peak[0]) / 1e6, (relay.pid, running)
         finally:
             stop.set()
             kc.stop_channels()
@@ -92,7 +95,7 @@ def test_a_message_of_many_frames_cuts_the_kernel_off_not_the_grader():
     floods = [e for e in events if e.kind is Kind.FLOOD]
     assert floods, events
     assert "cut off" in kill_reason(floods[0]) and "iopub" in floods[0].reason
-    assert relay.poll() is not None
+    assert relay[1] is False  # it ended itself: the kernel was cut off
 
 
 def test_a_message_over_the_cap_in_small_frames_is_not_forwarded():
@@ -138,12 +141,15 @@ def test_a_relayed_kernel_answers_input_and_interrupts():
     reply, events, _, relay = _relayed("", drive=drive)
     assert reply == ("30000000\ngot ada\n", "KeyboardInterrupt"), reply
     assert not events
-    assert relay.poll() == -9  # relayed until the kernel's shutdown, which killed it
+    pid, running = relay
+    assert running  # relayed until the kernel's shutdown...
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_a_relay_holds_its_memory_limit_and_dies_with_the_grader_that_started_it(tmp_path):
-    """The relay is spawned without a preexec_fn (vfork, not a copy of the grader): it caps
-    its own memory and ties its life to the grader's thread before it reads anything."""
+    """The relay is forked from the worker's relay server (not from the grader, whose
+    memory holds other students' work): it caps its own memory and ties its life to the
+    server's, and the server's to the grader's, before it reads anything."""
     import signal
     import subprocess
     import sys
@@ -158,7 +164,7 @@ import time
 from pathlib import Path
 from autograder.sandbox.relay import Relay
 relay = Relay(Path({str(tmp_path / "r")!r}), 8_000_000)
-open({str(pidfile)!r}, "w").write(str(relay.process.pid))
+open({str(pidfile)!r}, "w").write(str(relay.pid))
 time.sleep(120)
 """,
         ],
@@ -178,9 +184,38 @@ time.sleep(120)
             break
         time.sleep(0.05)
     assert int(line.split()[3]) == memory_limit(8_000_000), line
+    server = psutil.Process(relay.ppid())
+    assert server.pid != grader.pid and "--serve" in server.cmdline(), server.cmdline()
+    assert server.ppid() == grader.pid
     grader.send_signal(signal.SIGKILL)
     grader.wait()
     deadline = time.monotonic() + 5
     while relay.is_running() and relay.status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the relay outlived the grader"
         time.sleep(0.05)
+
+
+def test_a_relay_server_that_was_killed_is_replaced_and_takes_its_relays_with_it(tmp_path):
+    """Relays are forked from the worker's relay server; one that died (killed) takes
+    its relays with it, and the next relay comes from a new server."""
+    import signal
+
+    from autograder.sandbox.relay import Relay
+
+    first = Relay(tmp_path / "a", 8_000_000)
+    server = psutil.Process(psutil.Process(first.pid).ppid())
+    assert "--serve" in server.cmdline() and server.ppid() == os.getpid()
+    server.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while first.running():
+        assert time.monotonic() < deadline, "a relay outlived its server"
+        time.sleep(0.02)
+    assert first.ended() is not None  # its kernel would be cut off, and say so
+    second = Relay(tmp_path / "b", 8_000_000)
+    try:
+        assert psutil.Process(second.pid).ppid() not in (server.pid, os.getpid())
+        assert second.running()
+    finally:
+        first.stop()
+        second.stop()
+    assert not second.running()
