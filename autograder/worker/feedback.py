@@ -464,6 +464,7 @@ class BoundedRenderer(IPythonRenderer):
     def __init__(self, budget: HighlightBudget, **kw) -> None:
         super().__init__(**kw)
         self.budget = budget
+        self.cut = False  # whether the budget cut a block short (the markup is then not kept)
 
     def block_code(self, code: str, info: str | None = None) -> str:
         words = (info or "").strip().split(maxsplit=1)
@@ -473,7 +474,9 @@ class BoundedRenderer(IPythonRenderer):
         if language.lower() not in FENCE_LANGUAGES:
             return mistune.HTMLRenderer.block_code(self, code, info)  # escaped, not lexed
         lexer = get_lexer_by_name(language, **self.lexer_options)
-        return bounded_highlight(code, lexer, HtmlFormatter(), self.budget)[0]
+        html, whole = bounded_highlight(code, lexer, HtmlFormatter(), self.budget)
+        self.cut = self.cut or not whole
+        return html
 
 
 def ansi2html(text: str) -> str:
@@ -594,19 +597,39 @@ class FeedbackExporter(HTMLExporter):
         self._tags_left -= tags
         return html
 
+    # Markdown rendered on an earlier page: a class's pages share the instructor's cells.
+    rendered = _Memo()
+
     def _render_markdown(self, context, source):
         cell = context.get("cell", {})
+        attachments = cell.get("attachments", {})
+        key = None
+        # The markup is a function of the source and these settings alone where the cell
+        # has no attachments and no image is embedded (the only use of the page's path).
+        if not attachments and not self.embed_images:
+            key = (
+                source,
+                self.anchor_link_text,
+                self.exclude_anchor_links,
+                repr(sorted(self.lexer_options.items())),
+            )
+            found = self.rendered.find(key)
+            if found is not None:
+                return found
         renderer = BoundedRenderer(
             self._budget,
             escape=False,
-            attachments=cell.get("attachments", {}),
+            attachments=attachments,
             embed_images=self.embed_images,
             path=context.get("resources", {}).get("metadata", {}).get("path", ""),
             anchor_link_text=self.anchor_link_text,
             exclude_anchor_links=self.exclude_anchor_links,
             **self.lexer_options,
         )
-        return MarkdownWithMath(renderer=renderer).render(source)
+        html = MarkdownWithMath(renderer=renderer).render(source)
+        if key is not None and not renderer.cut:
+            self.rendered.keep(key, html, len(source))
+        return html
 
     def from_notebook_node(self, nb, resources=None, **kw):
         self._budget = HighlightBudget()  # one page's
@@ -634,8 +657,15 @@ def configure_feedback(config) -> None:
     """Make nbgrader's generate_feedback hide hidden tests and sanitize the page."""
     import nbgrader
     from nbgrader.converters import GenerateFeedback
+    from nbgrader.preprocessors import GetGrades
 
-    defaults = list(GenerateFeedback.class_traits()["preprocessors"].default())
+    from autograder.notebook_rows import GetGradesFromOneRead
+
+    # nbgrader's own steps, its GetGrades reading a page's grades and comments at once.
+    defaults = [
+        GetGradesFromOneRead if p is GetGrades else p
+        for p in GenerateFeedback.class_traits()["preprocessors"].default()
+    ]
     config.GenerateFeedback.preprocessors = [
         HideHiddenTests,
         BoundedMarkup,
@@ -677,7 +707,7 @@ def warm(config, source: Path) -> float:
     app = converters.GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
     exporter = app.exporter_class(parent=app, config=app.config)
     for preprocessor in app.preprocessors:
-        if preprocessor is not GetGrades:  # no submission, no grades
+        if not issubclass(preprocessor, GetGrades):  # no submission, no grades
             exporter.register_preprocessor(preprocessor)
     nb = nbformat.read(source, as_version=nbformat.NO_CONVERT)
     # The assignment too: hidden cells' verdicts then read the source's words here, once.

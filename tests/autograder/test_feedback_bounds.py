@@ -357,3 +357,51 @@ def test_a_markdown_table_of_pipes_past_the_bound_is_a_note():
     page, _ = FeedbackExporter(config=config).from_notebook_node(copy.deepcopy(small))
     assert "<td>1</td>" in page and page.count("<td") < FeedbackExporter.MAX_RENDERED_TAGS
     assert "more markup than the feedback page shows" in page
+
+
+def _page(cells, **config):
+    from traitlets.config import Config
+
+    from autograder.worker.feedback import FeedbackExporter
+
+    nb = nbformat.v4.new_notebook(cells=cells)
+    exporter = FeedbackExporter(config=Config({"HTMLExporter": {"template_name": "classic"}}))
+    return exporter.from_notebook_node(nb)[0]
+
+
+def test_markdown_is_remembered_across_pages_as_nbconvert_renders_it(monkeypatch):
+    """A class's pages share the instructor's markdown: rendered once, the same markup on
+    every later page, as nbconvert's own exporter renders it."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    from autograder.worker.feedback import FeedbackExporter
+
+    monkeypatch.setattr(FeedbackExporter, "rendered", type(FeedbackExporter.rendered)())
+    text = "## The race\n\nA *copy* costs `40` ticks:\n\n```python\nx = torch.ones(3)\n```\n"
+    cell = nbformat.v4.new_markdown_cell(text)
+    first = _page([copy.deepcopy(cell)])
+    assert len(FeedbackExporter.rendered.entries) == 1
+    again = _page([copy.deepcopy(cell)])
+    assert again == first
+    theirs = MarkdownWithMath(
+        renderer=IPythonRenderer(escape=False, anchor_link_text="\u00b6")
+    ).render(text)
+    assert list(FeedbackExporter.rendered.entries.values()) == [theirs]
+
+
+def test_markdown_cut_short_or_with_attachments_is_not_remembered(monkeypatch):
+    from autograder.worker.feedback import FeedbackExporter, HighlightBudget
+
+    monkeypatch.setattr(FeedbackExporter, "rendered", type(FeedbackExporter.rendered)())
+    fenced = "```python\nx = 1\n```\n"
+    # Every page's budget spent at once.
+    monkeypatch.setattr(HighlightBudget.__init__, "__defaults__", (0.0,))
+    cut = _page([nbformat.v4.new_markdown_cell(fenced)])
+    assert '<span class="n">x</span>' not in cut and not FeedbackExporter.rendered.entries
+    monkeypatch.setattr(HighlightBudget.__init__, "__defaults__", (HighlightBudget.SECONDS,))
+    attached = nbformat.v4.new_markdown_cell("![a](attachment:a.png)")
+    attached.attachments = {"a.png": {"image/png": "iVBORw0KGgo="}}
+    _page([attached])
+    assert not FeedbackExporter.rendered.entries
+    whole = _page([nbformat.v4.new_markdown_cell(fenced)])
+    assert '<span class="n">x</span>' in whole and len(FeedbackExporter.rendered.entries) == 1

@@ -100,9 +100,10 @@ def test_what_the_worker_froze_stays_frozen_and_nothing_else_is_left_frozen():
     unless the worker froze its own (a pool worker, after its start): those stay frozen."""
     import gc
 
-    assert gc.get_freeze_count() == 0
+    # Another test in this process may have run a worker's start, which freezes its own.
+    before = gc.get_freeze_count()
     limited_child.run(lambda: (True, ""), SMALL)
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == before
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()

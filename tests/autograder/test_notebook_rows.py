@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.preprocessors import OverwriteCells
+from nbgrader.preprocessors import GetGrades, OverwriteCells
 from nbgrader.utils import compute_checksum
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from autograder.notebook_rows import OverwriteCellsFromOneRead, one_read
+from autograder.notebook_rows import GetGradesFromOneRead, OverwriteCellsFromOneRead, one_read
 
 NOTEBOOKS = ("nb", "other")
 STUDENTS = ("ada", "bob")
@@ -205,3 +205,33 @@ def test_overwrite_cells_gives_nbgraders_notebook_and_warnings(url, caplog):
         ours.cells[1].metadata.nbgrader["points"] == 2 and ours.cells[2].source == "assert x == 3"
     )
     assert any("does not exist" in w for w in our_words)
+
+
+def test_get_grades_gives_nbgraders_page_data_from_one_read(url):
+    """A feedback page's scores and comments (GetGrades): the same notebook and resources as
+    nbgrader's, for each student, a late penalty included, in fewer queries."""
+    with Gradebook(url) as gb:
+        for student, points in (("ada", (2, 0)), ("bob", (1, 3))):
+            for name, score in zip(("t1", "t2"), points):
+                gb.find_grade(name, "nb", "a1", student).auto_score = score
+            gb.find_comment("s1", "nb", "a1", student).manual_comment = f"well done, {student}"
+        gb.find_submission_notebook("nb", "a1", "bob").late_submission_penalty = 1.5
+        gb.db.commit()
+    for student in STUDENTS:
+        resources = {
+            "nbgrader": {"notebook": "nb", "assignment": "a1", "student": student, "db_url": url}
+        }
+        outs, page = {}, new_notebook(cells=_cells())
+        for kind in (GetGrades, GetGradesFromOneRead):
+            with Queries() as queries:
+                nb, res = kind().preprocess(copy.deepcopy(page), copy.deepcopy(resources))
+            outs[kind] = (nb, res, queries.count)
+        (theirs, their_res, their_queries), (ours, our_res, our_queries) = outs.values()
+        assert ours == theirs and our_res == their_res
+        assert our_queries < their_queries, (our_queries, their_queries)
+        meta = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader for c in ours.cells}
+        assert meta["s1"]["comment"] == f"well done, {student}"
+        assert (meta["t1"]["score"], meta["t2"]["score"]) == (
+            (2, 0) if student == "ada" else (1, 3)
+        )
+    assert our_res["nbgrader"]["late_penalty"] == 1.5 and our_res["nbgrader"]["score"] == 2.5
