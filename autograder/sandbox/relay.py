@@ -407,12 +407,19 @@ def serve(worker: int) -> None:
                 os.close(fd)
             requests.send(b"no")
             continue
+        # SIGCHLD held from the fork until the pidfd is open: a relay that ended at once
+        # is not reaped before then, so its pid (a zombie's) is still its own.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             _child(zmq, requests, fds, int(words[1]), me)
         for fd in fds:
             os.close(fd)
-        pidfd = os.pidfd_open(pid)  # before it can be reaped: a zombie's pid is still its
+        try:
+            pidfd = os.pidfd_open(pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         try:
             socket.send_fds(requests, [b"%d" % pid], [pidfd])
         finally:
