@@ -726,7 +726,7 @@ def launch_kernel(
         km.staging = str(staging)
     km.start_kernel()
     kc = km.client()
-    kc.start_channels()
+    kc.start_channels(hb=False)  # the manager knows whether it lives (see sandbox/clients.py)
     try:
         kc.wait_for_ready(timeout=startup_timeout)
     except RuntimeError:

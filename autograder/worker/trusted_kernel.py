@@ -139,6 +139,7 @@ class TrustedKernel:
         max_bytes = Sandbox(config=self.config).max_message_mb * 1_000_000
         kc = ReadyClient(context=guarded_context(max_bytes, True), session=BoundedSession())
         kc.load_connection_info({**connection, "ip": ip})
+        kc.alive = self.alive  # no manager of its own: its template's and its fork's processes
         return await self._ready(Session(self, kc, plan, cell_timeout, budget))
 
     async def _started_session(self, plan, cell_timeout: float, budget) -> Session:

@@ -9,6 +9,8 @@ import pytest
 
 from autograder.sandbox.clients import IOPUB_WAIT, ReadyClient
 
+CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+
 
 class Channel:
     """A channel that hands out ``messages`` (None: nothing came in time) and records the
@@ -147,3 +149,35 @@ def test_a_call_whose_kernel_never_stops_sending_still_ends_at_its_time_limit():
 
     with pytest.raises(asyncio.TimeoutError):
         asyncio.run(call())
+
+
+def test_starts_no_heartbeat_thread_so_a_stop_at_once_cannot_hang():
+    """jupyter_client's heartbeat thread marks itself running only once it has begun: a
+    stop that comes first left it looping for good, and ``stop_channels`` joined it (a
+    CI run hung 9 minutes in that join). The grader's clients start no heartbeat."""
+    import threading
+
+    ports = {f"{name}_port": 40000 + i for i, name in enumerate(CHANNELS)}
+    before = threading.active_count()
+    for _ in range(20):
+        kc = ReadyClient()
+        kc.load_connection_info({"ip": "127.0.0.1", "transport": "tcp", "key": b"", **ports})
+        kc.start_channels()
+        assert kc._hb_channel is None
+        assert threading.active_count() == before
+        kc.stop_channels()
+    assert threading.active_count() == before
+
+
+def test_a_client_without_a_manager_asks_its_makers_check_whether_the_kernel_lives():
+    """The forked test kernel's client has no manager (and no heartbeat): its maker's
+    ``alive`` says the kernel died, at once rather than at the startup limit."""
+    kc = ReadyClient()
+    kc._shell_channel, kc._iopub_channel = Channel([]), Channel([])
+    kc.kernel_info = lambda: None
+    kc.alive = lambda: False
+    with pytest.raises(RuntimeError, match="died"):
+        asyncio.run(kc.wait_for_ready(timeout=60))
+    assert kc.shell_channel.timeouts == [1]
+    kc.alive = lambda: True
+    assert asyncio.run(kc.is_alive()) is True
