@@ -14,11 +14,13 @@ jupyter_client's ``get_msg`` polls before every receive, and pyzmq's asyncio pol
 more than the receive; the grader reads about 400 messages a submission, most of them
 already queued behind the one it waited for.
 
-No heartbeat. jupyter_client's heartbeat is a thread that marks itself running only once
-it has begun: a ``stop_channels`` that comes first (a kernel that ended at once) leaves
-it looping for good, opening a socket a turn, and ``stop`` joins it. A worker hung so in
-CI (0.17.4). The grader knows whether a kernel lives from its process: the manager's
-(``parent``), or ``alive``, a check its maker gives a client without a manager.
+No heartbeat. jupyter_client's heartbeat is a thread that pings the kernel, and
+``stop_channels`` joins it. On the grader's sockets, which never reconnect
+(``guarded_context``), a ping sent once the kernel's relay has ended waits for good, and
+so does the join: a worker hung so in CI (0.17.4). (A stop that comes before the thread
+has begun leaves it looping, too.) The grader knows whether a kernel lives from its
+process: the manager's (``parent``), or ``alive``, a check its maker gives a client
+without a manager.
 """
 
 from __future__ import annotations

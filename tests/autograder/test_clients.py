@@ -152,9 +152,10 @@ def test_a_call_whose_kernel_never_stops_sending_still_ends_at_its_time_limit():
 
 
 def test_starts_no_heartbeat_thread_so_a_stop_at_once_cannot_hang():
-    """jupyter_client's heartbeat thread marks itself running only once it has begun: a
-    stop that comes first left it looping for good, and ``stop_channels`` joined it (a
-    CI run hung 9 minutes in that join). The grader's clients start no heartbeat."""
+    """jupyter_client's heartbeat thread pings on the grader's sockets, which never
+    reconnect: once a kernel's relay ended, a ping waited for good, and ``stop_channels``
+    joined that thread (a CI run hung 9 minutes in that join); a stop before the thread
+    began left it looping. The grader's clients start no heartbeat."""
     import threading
 
     ports = {f"{name}_port": 40000 + i for i, name in enumerate(CHANNELS)}
