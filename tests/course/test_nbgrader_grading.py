@@ -1,9 +1,8 @@
 """The real nbgrader grades every unit's exercises right, with a real SQLite gradebook.
 
-For each unit one `generate_assignment` in a temporary course folder (nbgrader_config.py +
-source/); for each half of its class, a copy of that folder, one `autograde` over its
-submissions and one `generate_feedback`: each notebook's kernel imports torch, so a unit's
-class is graded in two batches, side by side. Plain nbgrader runs the tests in the
+For each unit, in a temporary course folder (nbgrader_config.py + source/), one
+`generate_assignment`, one `autograde` over its class and one `generate_feedback`; the
+units side by side, one per core. Plain nbgrader runs the tests in the
 learner's own kernel, so the checks alone must hold here (course-grade's two kernels are
 tested in test_course_grade_units.py).
 
@@ -141,9 +140,10 @@ def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
 
 class GradedClasses:
     """Every unit's class, graded on first use and kept for the module, whatever order the
-    tests come in. nbgrader grades one notebook at a time, so each unit's class is split in
-    two halves, each autograded in a course folder of its own, side by side (one per core);
-    the second half's graded files are then moved into the first's folder."""
+    tests come in: each unit autograded in a course folder of its own, side by side (one
+    per core), the largest classes first. (Halves of each class side by side cost an
+    nbgrader start and a feedback run more a unit, about 20 CPU s in all, for no gain:
+    four classes already keep two cores busy.)"""
 
     def __init__(self, tmp_path_factory, root: Path):
         self.tmp_path_factory, self.root, self.done = tmp_path_factory, root, {}
@@ -152,45 +152,24 @@ class GradedClasses:
         if not self.done:
             from concurrent.futures import ThreadPoolExecutor
 
-            halves = [(u, half) for u in UNITS for half in (0, 1)]
+            largest_first = sorted(UNITS, key=lambda u: -len(_class_of_submissions(submissions(u))))
             # pytest makes its base folder on first use; two threads at once both would
             # (FileExistsError where this is a process's first test, as under pytest-xdist)
             self.tmp_path_factory.getbasetemp()
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                made = dict(zip(UNITS, pool.map(lambda u: self._generate(submissions(u)), UNITS)))
-                courses = list(
-                    pool.map(
-                        lambda job: self._grade(submissions(job[0]), made[job[0]], job[1]), halves
-                    )
-                )
-            for (u, _), course in zip(halves, courses):
-                grades = self._grades(submissions(u), course)
-                if u not in self.done:
-                    self.done[u] = (course, grades)
-                    continue
-                first, merged = self.done[u]
-                for kind in ("autograded", "feedback"):
-                    for folder in (course / kind).iterdir():
-                        shutil.move(str(folder), first / kind / folder.name)
-                merged.update(grades)
+                courses = pool.map(lambda u: self._grade(submissions(u)), largest_first)
+                for u, course in zip(largest_first, courses):
+                    self.done[u] = (course, self._grades(submissions(u), course))
         return self.done[unit]
 
-    def _generate(self, subs) -> Path:
-        """A course folder with the unit's assignment generated (its gradebook and release)."""
+    def _grade(self, subs) -> Path:
+        """A course folder with the unit's assignment generated, its class autograded and
+        its feedback generated."""
         course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}")
         shutil.copy(self.root / "nbgrader_config.py", course)
         shutil.copytree(self.root / "source" / subs.ASSIGNMENT, course / "source" / subs.ASSIGNMENT)
         _nbgrader(course, "generate_assignment", subs.ASSIGNMENT, "--force")
-        return course
-
-    def _grade(self, subs, made: Path, half: int) -> Path:
-        """A copy of the generated course with half the class autograded and its feedback
-        generated (one generate_assignment a unit, not a half: nbgrader's start and the
-        unit's source checked once)."""
-        course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}-{half}")
-        shutil.copytree(made, course, dirs_exist_ok=True)
-        students = sorted(_class_of_submissions(subs).items())
-        for student, nb in students[half::2]:
+        for student, nb in _class_of_submissions(subs).items():
             folder = course / "submitted" / student / subs.ASSIGNMENT
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{subs.ASSIGNMENT}.ipynb")
