@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -572,7 +573,7 @@ def test_an_honest_notebook_passes_the_inbox(course):
 
 def _exchange_inbound(course: Path, tmp_path: Path) -> Path:
     """An exchange for the course, the unit released into its gradebook: its inbound."""
-    from tests.class_fixture import nbgrader
+    from tests.class_fixture import copy_generated
 
     exchange = tmp_path / "exchange"
     inbound = exchange / "pytorch-tensors-on-the-gpu" / "inbound"
@@ -580,7 +581,8 @@ def _exchange_inbound(course: Path, tmp_path: Path) -> Path:
     (course / "nbgrader_config.py").write_text(
         (course / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
     )
-    nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    shutil.rmtree(course / "source")  # the same notebook, as generated
+    copy_generated(course)
     return inbound
 
 
@@ -1128,9 +1130,10 @@ def test_a_submission_without_a_date_never_keeps_an_older_attempts_date(course):
 
     from autograder.config import grading_config
     from autograder.coordinator import grade
-    from tests.class_fixture import nbgrader
+    from tests.class_fixture import copy_generated
 
-    nbgrader(course, "generate_assignment", "gpu_tensors", "--force")
+    shutil.rmtree(course / "source")  # the same notebook, as generated
+    copy_generated(course)
     url = grading_config(course).CourseDirectory.db_url
     with Gradebook(url) as gb:
         gb.update_or_create_student("ada")
