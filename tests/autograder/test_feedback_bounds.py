@@ -405,3 +405,57 @@ def test_markdown_cut_short_or_with_attachments_is_not_remembered(monkeypatch):
     assert not FeedbackExporter.rendered.entries
     whole = _page([nbformat.v4.new_markdown_cell(fenced)])
     assert '<span class="n">x</span>' in whole and len(FeedbackExporter.rendered.entries) == 1
+
+
+# A student's TeX that a page's MathJax would otherwise honour: a shadow with no bound on
+# its offsets (an outside attack drew "Score: 30.0 / 30.0" over a real 0), a file: link, a
+# cursor fetched from anywhere, the page's own class, and a box's style.
+STUDENT_TEX = (
+    r"Mine: $x^2$ $\style{text-shadow: red 0px -300px 0px}{\text{SHADOW}}$"
+    r" $\href{file:///etc/passwd}{\text{LINK}}$"
+    r" $\style{cursor:url(https://evil.example/c.png),auto}{\text{CURSOR}}$"
+    r" $\class{navbar-fixed-top}{\text{NAV}}$"
+    r" $\bbox[red,5px,border:2px solid red; text-shadow: red 0 -300px 0]{\text{BOX}}$"
+)
+
+
+def feedback_page(cells) -> str:
+    """A feedback page of ``cells``, as a worker makes it (``configure_feedback``)."""
+    from traitlets.config import Config
+
+    from autograder.worker.feedback import (
+        FeedbackExporter,
+        RememberedSanitizeHTML,
+        configure_feedback,
+    )
+
+    config = Config()
+    configure_feedback(config)
+    nb, _ = RememberedSanitizeHTML(config=config).preprocess(
+        nbformat.v4.new_notebook(cells=cells), {}
+    )
+    exporter = FeedbackExporter(
+        config=Config({"HTMLExporter": config.GenerateFeedback.HTMLExporter})
+    )
+    html, _ = exporter.from_notebook_node(
+        nb,
+        resources={
+            "nbgrader": {"notebook": "gpu_tensors", "score": 0, "max_score": 30, "late_penalty": 0}
+        },
+    )
+    return html
+
+
+def test_the_pages_mathjax_lets_a_students_tex_link_style_class_or_name_nothing():
+    """The strict Safe settings are a MathJax config block of the page's head, after
+    nbconvert's (MathJax reads every such block before it loads its Safe extension);
+    tests/browser/test_feedback_math.py typesets a page with them."""
+    html = feedback_page([nbformat.v4.new_markdown_cell(STUDENT_TEX)])
+    head = html[: html.index("</head>")]
+    configs = head.split('<script type="text/x-mathjax-config">')[1:]
+    assert len(configs) == 2 and "init_mathjax" in configs[0]  # nbconvert's, then ours
+    strict = configs[1][: configs[1].index("</script>")]
+    for setting in ('URLs: "none"', 'classes: "none"', 'cssIDs: "none"', 'styles: "none"'):
+        assert setting in strict, setting
+    assert 'require: "none"' in strict and 'fontsize: "safe"' in strict
+    assert head.index("mathjax/2.7.7/latest.js") < head.index(strict)
