@@ -213,18 +213,9 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
     instructor's markdown heading, paragraph, <sup> and code are real elements, while a
     student's <script>, event handler and javascript: link in a markdown cell are not."""
     from bs4 import BeautifulSoup
-    from traitlets.config import Config
 
-    from autograder.worker.feedback import (
-        FeedbackExporter,
-        RememberedSanitizeHTML,
-        configure_feedback,
-    )
-
-    config = Config()
-    configure_feedback(config)
-    nb = nbformat.v4.new_notebook(
-        cells=[
+    html = feedback_page(
+        [
             nbformat.v4.new_markdown_cell(
                 "## Question 2: moving tensors\n\nA GPU does 10<sup>12</sup>"
                 " operations a second; call `x.to('cuda')`."
@@ -248,16 +239,6 @@ def test_a_feedback_pages_markdown_is_html_and_a_students_script_is_not():
                 ],
             ),
         ]
-    )
-    nb, resources = RememberedSanitizeHTML(config=config).preprocess(nb, {})
-    exporter = FeedbackExporter(
-        config=Config({"HTMLExporter": config.GenerateFeedback.HTMLExporter})
-    )
-    html, _ = exporter.from_notebook_node(
-        nb,
-        resources={
-            "nbgrader": {"notebook": "gpu_tensors", "score": 1, "max_score": 2, "late_penalty": 0}
-        },
     )
     page = BeautifulSoup(html, features="html.parser")
     heading = page.find("h2", id=lambda i: i and i.startswith("Question-2"))

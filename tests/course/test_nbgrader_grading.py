@@ -152,24 +152,25 @@ class GradedClasses:
         if not self.done:
             from concurrent.futures import ThreadPoolExecutor
 
-            largest_first = sorted(UNITS, key=lambda u: -len(_class_of_submissions(submissions(u))))
+            classes = {u: _class_of_submissions(submissions(u)) for u in UNITS}
+            largest_first = sorted(UNITS, key=lambda u: -len(classes[u]))
             # pytest makes its base folder on first use; two threads at once both would
             # (FileExistsError where this is a process's first test, as under pytest-xdist)
             self.tmp_path_factory.getbasetemp()
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                courses = pool.map(lambda u: self._grade(submissions(u)), largest_first)
+                courses = pool.map(lambda u: self._grade(submissions(u), classes[u]), largest_first)
                 for u, course in zip(largest_first, courses):
                     self.done[u] = (course, self._grades(submissions(u), course))
         return self.done[unit]
 
-    def _grade(self, subs) -> Path:
+    def _grade(self, subs, notebooks: dict) -> Path:
         """A course folder with the unit's assignment generated, its class autograded and
         its feedback generated."""
         course = self.tmp_path_factory.mktemp(f"course-{subs.ASSIGNMENT}")
         shutil.copy(self.root / "nbgrader_config.py", course)
         shutil.copytree(self.root / "source" / subs.ASSIGNMENT, course / "source" / subs.ASSIGNMENT)
         _nbgrader(course, "generate_assignment", subs.ASSIGNMENT, "--force")
-        for student, nb in _class_of_submissions(subs).items():
+        for student, nb in notebooks.items():
             folder = course / "submitted" / student / subs.ASSIGNMENT
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{subs.ASSIGNMENT}.ipynb")
