@@ -4,7 +4,9 @@ For each unit, in a temporary course folder (nbgrader_config.py + source/), one
 `generate_assignment`, one `autograde` over its class and one `generate_feedback`; the
 units side by side, one per core. Plain nbgrader runs the tests in the
 learner's own kernel, so the checks alone must hold here (course-grade's two kernels are
-tested in test_course_grade_units.py).
+tested in test_course_grade_units.py). nbgrader's kernels are forked from one process that
+imported ipykernel and torch (`forked_kernels`: each still a fresh kernel that has run no
+cell), but each unit's solution and unmodified release, which ipykernel's own launcher starts.
 
 Every mistake is graded, but not each in a notebook of its own: mistakes that change
 different answer cells and fail different test cells share one submission (`_packs`), and
@@ -23,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked_kernels
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
@@ -119,11 +122,15 @@ def venv_on_path():
         yield
 
 
-def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+def _instructors_env() -> dict[str, str]:
     # Without pytest's PYTEST_CURRENT_TEST, as an instructor runs it: under pytest ipykernel
     # leaves what native code writes to file descriptor 2 uncaptured, and a test cell with
     # such output (a profiler's log line) scores 0 under nbgrader, on a real kernel only.
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+
+def _nbgrader(course: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**_instructors_env(), **env}
     result = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"],
         cwd=course,
@@ -147,6 +154,7 @@ class GradedClasses:
 
     def __init__(self, tmp_path_factory, root: Path):
         self.tmp_path_factory, self.root, self.done = tmp_path_factory, root, {}
+        self.kernels: Path | None = None
 
     def get(self, unit: str) -> tuple[Path, dict]:
         if not self.done:
@@ -156,11 +164,18 @@ class GradedClasses:
             largest_first = sorted(UNITS, key=lambda u: -len(classes[u]))
             # pytest makes its base folder on first use; two threads at once both would
             # (FileExistsError where this is a process's first test, as under pytest-xdist)
-            self.tmp_path_factory.getbasetemp()
-            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                courses = pool.map(lambda u: self._grade(submissions(u), classes[u]), largest_first)
-                for u, course in zip(largest_first, courses):
-                    self.done[u] = (course, self._grades(submissions(u), course))
+            folder = self.tmp_path_factory.mktemp("kernels")
+            zygote = forked_kernels.Zygote(folder, _instructors_env())
+            try:
+                self.kernels = forked_kernels.kernel_dir(folder, zygote)
+                with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                    courses = pool.map(
+                        lambda u: self._grade(submissions(u), classes[u]), largest_first
+                    )
+                    for u, course in zip(largest_first, courses):
+                        self.done[u] = (course, self._grades(submissions(u), course))
+            finally:
+                zygote.close()
         return self.done[unit]
 
     def _grade(self, subs, notebooks: dict) -> Path:
@@ -174,7 +189,7 @@ class GradedClasses:
             folder = course / "submitted" / student / subs.ASSIGNMENT
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{subs.ASSIGNMENT}.ipynb")
-        _nbgrader(course, "autograde", subs.ASSIGNMENT)
+        _nbgrader(course, "autograde", subs.ASSIGNMENT, JUPYTER_PATH=str(self.kernels))
         _nbgrader(course, "generate_feedback", subs.ASSIGNMENT)
         return course
 
@@ -247,6 +262,21 @@ ECHO = re.compile(r" = (-?[\d.]+(?:e[-+]?\d+)?|'[^']*'):")
 
 def test_every_submission_is_graded(grades, subs):
     assert set(grades) == set(_class_of_submissions(subs))
+
+
+def test_nbgraders_kernels_were_forked_but_each_units_stock_pair(classes, course, subs):
+    """Every notebook had a kernel of its own, forked from the zygote, but the solution and
+    the unmodified release, which ipykernel's own launcher started as nbgrader does."""
+    classes.get(subs.ASSIGNMENT)
+    launches = (classes.kernels / forked_kernels.LAUNCHES).read_text().splitlines()
+    mine = sorted(
+        (how, Path(folder).parent.name)
+        for how, folder in (line.split(" ", 1) for line in launches)
+        if Path(folder).is_relative_to(course)
+    )
+    students = _class_of_submissions(subs)
+    assert sorted(s for _, s in mine) == sorted(students)  # one kernel each
+    assert {s for how, s in mine if how == "stock"} == set(forked_kernels.STOCK)
 
 
 def test_solution_scores_full_marks(grades, subs):
