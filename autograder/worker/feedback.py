@@ -160,10 +160,17 @@ class HideHiddenTests(ClearHiddenTests):
     )
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
+        # Hidden tests are only ever in the assignment's test cells (their metadata is the
+        # source's: the import refuses a cell that claims to be one). A student's own cell
+        # that writes the markers is shown as written, not as a test that passed (attack 49).
+        nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+        is_test = bool(nbgrader.get("grade") and nbgrader.get("grade_id")) and not nbgrader.get(
+            "solution"
+        )
+        if cell.cell_type != "code" or not is_test or self.begin_test_delimeter not in cell.source:
             return cell, resources
         self._hide_region(cell)
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        grade_id = nbgrader.get("grade_id", "")
         cell.outputs = self._verdict(cell.get("outputs", []), *self._words(resources, grade_id))
         return cell, resources
 

@@ -124,3 +124,18 @@ def test_a_workers_warmed_caches_hold_the_source_for_every_jobs_copy(tmp_path):
     misses = hints._read.cache_info().misses
     _verdict(job, "x = 1: not a sentence of the source")
     assert hints._read.cache_info().misses == misses
+
+
+def test_a_students_own_cell_with_the_markers_is_shown_as_written(tmp_path):
+    """Only the assignment's test cells hold hidden tests: a student's cell of their own, or
+    their answer cell, that writes the markers keeps its code and its outputs (attack 49's
+    cell showed "# (hidden tests ...)" and "Tests passed." as if it were a test)."""
+    code = "### BEGIN HIDDEN TESTS\nraise SystemExit\n### END HIDDEN TESTS"
+    error = nbformat.v4.new_output("error", ename="SystemExit", evalue="", traceback=["SystemExit"])
+    answer = {"nbgrader": {"grade": True, "solution": True, "grade_id": "q1", "points": 1}}
+    for metadata in ({}, answer):
+        cell = nbformat.v4.new_code_cell(code, metadata=metadata, outputs=[error])
+        shown, _ = HideHiddenTests(config=Config()).preprocess_cell(
+            cell, {"nbgrader": {"assignment": UNIT}}, 0
+        )
+        assert shown.source == code and shown.outputs == [error]

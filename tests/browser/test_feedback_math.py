@@ -51,9 +51,9 @@ STUDENT_BOXES = ".text_cell_render, .input_area, .output_area, .output_subarea"
 
 
 def test_a_students_math_paints_only_within_its_own_cell(page, tmp_path):
-    """Wherever a student's TeX is typeset (markdown, a text/latex or a text/html output),
-    what it draws is seen, and hit, only inside that cell's or output's own box: the page's
-    score heading and the cells around it show what the grader wrote."""
+    """Wherever a student's TeX stands (markdown, a raw cell of any format, a text/latex or a
+    text/html output), what it draws is seen, and hit, only inside that cell's or output's
+    own box: the page's score heading and the cells around it show what the grader wrote."""
     from tests.autograder.test_feedback_bounds import feedback_page
 
     before = nbformat.v4.new_code_cell("before = 1")
@@ -65,7 +65,11 @@ def test_a_students_math_paints_only_within_its_own_cell(page, tmp_path):
         ],
     )
     after = nbformat.v4.new_code_cell("after = 2")
-    cells = [before, nbformat.v4.new_markdown_cell(f"Mine: {COVER}"), shown, after]
+    raw = [  # nbconvert's page wrote a raw cell outside every box (attack 49)
+        nbformat.v4.new_raw_cell(f"Mine: {COVER}", metadata={"raw_mimetype": mime} if mime else {})
+        for mime in ("", "text/html", "text/latex", "text/markdown")
+    ]
+    cells = [before, *raw, nbformat.v4.new_markdown_cell(f"Mine: {COVER}"), shown, after]
     local = tmp_path / "page.html"
     local.write_text(feedback_page(cells).replace(CDN, MATHJAX.as_uri()))
     page.set_viewport_size({"width": 1200, "height": 1600})
