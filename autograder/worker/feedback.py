@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.parse
 from collections import deque
 from html import escape
 from pathlib import Path
@@ -150,6 +151,15 @@ class SafeOutputMetadata(Preprocessor):
         return cell, resources
 
 
+def _without_escapes(output: NotebookNode) -> NotebookNode:
+    if "text" in output:
+        output.text = _ANSI_RE.sub("", str(output.text))
+    if output.get("output_type") == "error":
+        output.evalue = _ANSI_RE.sub("", str(output.get("evalue", "")))
+        output.traceback = [_ANSI_RE.sub("", str(line)) for line in output.get("traceback", [])]
+    return output
+
+
 class HideHiddenTests(ClearHiddenTests):
     """Removes hidden-test source and reduces those cells' outputs to pass/fail + message."""
 
@@ -167,7 +177,13 @@ class HideHiddenTests(ClearHiddenTests):
         is_test = bool(nbgrader.get("grade") and nbgrader.get("grade_id")) and not nbgrader.get(
             "solution"
         )
-        if cell.cell_type != "code" or not is_test or self.begin_test_delimeter not in cell.source:
+        if cell.cell_type != "code" or not is_test:
+            return cell, resources
+        if self.begin_test_delimeter not in cell.source:
+            # A visible test's message may quote a student's exception, whose escapes
+            # could colour text to hide it ("...raised ValueError: <white> Tests passed."):
+            # the grader's cells are shown without any (its kernel's tracebacks have none).
+            cell.outputs = [_without_escapes(output) for output in cell.get("outputs", [])]
             return cell, resources
         self._hide_region(cell)
         grade_id = nbgrader.get("grade_id", "")
@@ -345,10 +361,25 @@ def markdown_class_or_id(tag: str, name: str, value: str) -> bool:
     return False
 
 
+def absolute_link(tag: str, name: str, value: str) -> bool:
+    """A link's ``href`` only where it says where it goes on its own: an absolute http(s)
+    or mailto URL, or a place on this page (``#...``). A page opened from disk resolves any
+    other (``//host/x``, ``/etc/passwd``, ``../s000/...``) to a ``file:`` URL, a network
+    share's on Windows (an outside attack). A ``title`` is drawn by the browser outside the
+    student's box, so none is kept."""
+    if name != "href":
+        return markdown_class_or_id(tag, name, value)  # bleach asks only this for an <a>
+    if value.startswith("#"):
+        return True
+    url = urllib.parse.urlsplit(value)
+    if url.scheme.lower() == "mailto":
+        return bool(url.path)
+    return url.scheme.lower() in ("http", "https") and bool(url.netloc)
+
+
 MARKDOWN_ATTRIBUTES = {
-    **bleach.ALLOWED_ATTRIBUTES,
     "*": markdown_class_or_id,
-    "a": ["href", "title"],
+    "a": absolute_link,
     "th": ["align"],
     "td": ["align"],
 }

@@ -440,3 +440,33 @@ def test_the_pages_mathjax_lets_a_students_tex_link_style_class_or_name_nothing(
         assert setting in strict, setting
     assert 'require: "none"' in strict and 'fontsize: "safe"' in strict
     assert head.index("mathjax/2.7.7/latest.js") < head.index(strict)
+
+
+LINKS = (
+    "[share](//evil.example/x) [root](/etc/passwd) [peer](../../s000/gpu_tensors/gpu_tensors.html)"
+    " [web](https://docs.pytorch.org/) [here](#top) [mail](mailto:ta@example.org)"
+    ' <abbr title="Score: 30.0 / 30.0">GPU</abbr> <a href="//evil.example/h" title="t">out</a>'
+)
+
+
+def test_a_students_links_are_absolute_web_links_or_this_pages_and_carry_no_title():
+    """A feedback page is opened from disk, where ``//host/x``, ``/etc/passwd`` or
+    ``../s000/...`` are ``file:`` URLs (a network share's on Windows; an outside attack):
+    only http(s), mailto and ``#...`` links keep their target, in markdown and in an HTML
+    output alike; a ``title`` (the browser draws it outside the student's box) never stays."""
+    import re
+
+    html = feedback_page(
+        [
+            nbformat.v4.new_markdown_cell(LINKS),
+            nbformat.v4.new_code_cell(
+                "x",
+                outputs=[nbformat.v4.new_output("display_data", data={"text/html": LINKS})],
+            ),
+        ]
+    )
+    body = html[html.index("<main") :]
+    hrefs = re.findall(r'href="([^"]*)"', body)
+    assert sorted(set(hrefs)) == ["#top", "https://docs.pytorch.org/", "mailto:ta@example.org"]
+    assert "title=" not in body
+    assert ">share<" in body and body.count(">out<") == 2  # the words stay

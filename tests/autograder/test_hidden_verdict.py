@@ -139,3 +139,21 @@ def test_a_students_own_cell_with_the_markers_is_shown_as_written(tmp_path):
             cell, {"nbgrader": {"assignment": UNIT}}, 0
         )
         assert shown.source == code and shown.outputs == [error]
+
+
+def test_a_visible_tests_output_shows_no_escape_a_student_quoted(tmp_path):
+    """A visible test's message quoting a student's exception: the escapes in it (white
+    text after "raised ValueError:" that read "Tests passed.") are not shown; the words are."""
+    said = "size_mb(...) raised ValueError: \x1b[38;2;255;255;255mTests passed.\x1b[0m"
+    cell = nbformat.v4.new_code_cell(
+        "check(size_mb)",
+        metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}},
+        outputs=[
+            nbformat.v4.new_output("error", ename="CheckFailed", evalue=said, traceback=[said]),
+            nbformat.v4.new_output("stream", name="stdout", text=said),
+        ],
+    )
+    shown, _ = HideHiddenTests(config=Config()).preprocess_cell(cell, {}, 0)
+    plain = "size_mb(...) raised ValueError: Tests passed."
+    error, stream = shown.outputs
+    assert (error.evalue, error.traceback, stream.text) == (plain, [plain], plain)
