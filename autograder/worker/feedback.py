@@ -371,10 +371,14 @@ def absolute_link(tag: str, name: str, value: str) -> bool:
         return markdown_class_or_id(tag, name, value)  # bleach asks only this for an <a>
     if value.startswith("#"):
         return True
-    url = urllib.parse.urlsplit(value)
-    if url.scheme.lower() == "mailto":
+    try:
+        url = urllib.parse.urlsplit(value)
+    except ValueError:  # "http://[x": no target can be told, so none is kept
+        return False
+    scheme = url.scheme.lower()
+    if scheme == "mailto":
         return bool(url.path)
-    return url.scheme.lower() in ("http", "https") and bool(url.netloc)
+    return scheme in ("http", "https") and bool(url.netloc)
 
 
 MARKDOWN_ATTRIBUTES = {

@@ -267,7 +267,6 @@ def test_every_submission_is_graded(grades, subs):
 def test_nbgraders_kernels_were_forked_but_each_units_stock_pair(classes, course, subs):
     """Every notebook had a kernel of its own, forked from the zygote, but the solution and
     the unmodified release, which ipykernel's own launcher started as nbgrader does."""
-    classes.get(subs.ASSIGNMENT)
     launches = (classes.kernels / forked_kernels.LAUNCHES).read_text().splitlines()
     mine = sorted(
         (how, Path(folder).parent.name)
