@@ -453,8 +453,8 @@ LINKS = (
 def test_a_students_links_are_absolute_web_links_or_this_pages_and_carry_no_title():
     """A feedback page is opened from disk, where ``//host/x``, ``/etc/passwd`` or
     ``../s000/...`` are ``file:`` URLs (a network share's on Windows; an outside attack):
-    only http(s), mailto and ``#...`` links keep their target, in markdown and in an HTML
-    output alike; a ``title`` (the browser draws it outside the student's box) never stays."""
+    only http(s), mailto and ``#...`` links keep their target, in markdown, an HTML output
+    and a markdown output alike (attack 51's went through nbconvert's own clean_html); a ``title`` (the browser draws it outside the student's box) never stays."""
     import re
 
     html = feedback_page(
@@ -462,7 +462,10 @@ def test_a_students_links_are_absolute_web_links_or_this_pages_and_carry_no_titl
             nbformat.v4.new_markdown_cell(LINKS),
             nbformat.v4.new_code_cell(
                 "x",
-                outputs=[nbformat.v4.new_output("display_data", data={"text/html": LINKS})],
+                outputs=[
+                    nbformat.v4.new_output("display_data", data={"text/html": LINKS}),
+                    nbformat.v4.new_output("display_data", data={"text/markdown": LINKS}),
+                ],
             ),
         ]
     )
@@ -470,4 +473,5 @@ def test_a_students_links_are_absolute_web_links_or_this_pages_and_carry_no_titl
     hrefs = re.findall(r'href="([^"]*)"', body)
     assert sorted(set(hrefs)) == ["#top", "https://docs.pytorch.org/", "mailto:ta@example.org"]
     assert "title=" not in body
-    assert ">share<" in body and body.count(">out<") == 2 and body.count(">bad<") == 2
+    # the words stay, from the markdown cell, the HTML output and the markdown output
+    assert body.count(">share<") == 2 and body.count(">out<") == 3 and body.count(">bad<") == 3
