@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 
+from tests import submission_kit as kit
 from tests.submissions_gpu_tensors import (
     ASSIGNMENT,
     FULL_MARKS,
@@ -101,19 +102,36 @@ def _abuse(student: str, code: str, fate: str = "graded", detail: str | None = N
     )
 
 
-def honest_cases() -> list[Case]:
+# The mistakes that arrive by the LMS zip and the exchange (``full_class``) and that other
+# tests name; each is a submission of its own in every class.
+ALONE = ("mib", "bits", "seconds")
+
+
+def honest_cases(packed: bool = False) -> list[Case]:
+    """The solution, the blank release, every common mistake and the other right answers.
+    ``packed``: the mistakes but ``ALONE`` share submissions as ``submission_kit.packs``
+    groups them (each must fail exactly the union of its mistakes' test cells): the same
+    mistakes in fewer notebooks, for the test class; the benchmark grades them one each."""
     cases = [
         Case("ada", TOTAL, "graded", make_submission(RELEASE, SOLUTIONS)),
         Case("blank", 0.0, "graded", make_submission(RELEASE, {})),
     ]
+    mistakes = {
+        f"mistake-{name.replace('_', '-')}": {name: m}
+        for name, m in MISTAKES.items()
+        if not packed or name in ALONE
+    }
+    if packed:
+        rest = {name: m for name, m in MISTAKES.items() if name not in ALONE}
+        mistakes.update({s.replace("_", "-"): p for s, p in kit.packs(rest).items()})
     cases += [
         Case(
-            f"mistake-{name.replace('_', '-')}",
-            m.score,
+            student,
+            TOTAL - sum(POINTS[cell] for cell in kit.pack_fails(pack)),
             "graded",
-            make_submission(RELEASE, m.answers),
+            make_submission(RELEASE, kit.pack_answers(pack, SOLUTIONS)),
         )
-        for name, m in MISTAKES.items()
+        for student, pack in mistakes.items()
     ]
     # Other right answers (the seed's own rounded figures): full marks too.
     cases += [
@@ -202,7 +220,7 @@ def broken_cases() -> list[Case]:
 
 
 def full_class() -> list[Case]:
-    cases = honest_cases() + abuse_cases() + hostile_cases() + broken_cases()
+    cases = honest_cases(packed=True) + abuse_cases() + hostile_cases() + broken_cases()
     # Two honest students arrive through the LMS zip and one through the exchange.
     for case in cases:
         if case.student in ("mistake-mib", "mistake-bits"):

@@ -97,6 +97,42 @@ class Mistake:
         return sum(self.POINTS.values()) - sum(self.POINTS[grade_id] for grade_id in self.fails)
 
 
+def packs(mistakes: dict[str, Mistake]) -> dict[str, dict[str, Mistake]]:
+    """Mistakes that may share one submission, first fit in name order: no two in a pack
+    change the same answer cell or name the same failing test cell, so the submission must
+    fail exactly the union of its mistakes' cells, each with its own hint (one that reached
+    into another question's cells would fail a cell it does not name). Student id
+    ``mistakes_<i>`` -> {mistake name: mistake}."""
+    found: list[dict[str, Mistake]] = []
+    for name, mistake in sorted(mistakes.items()):
+        pack = next(
+            (
+                pack
+                for pack in found
+                if all(
+                    not set(mistake.changes) & set(other.changes)
+                    and not set(mistake.fails) & set(other.fails)
+                    for other in pack.values()
+                )
+            ),
+            None,
+        )
+        if pack is None:
+            found.append(pack := {})
+        pack[name] = mistake
+    return {f"mistakes_{i}": pack for i, pack in enumerate(found, 1)}
+
+
+def pack_fails(pack: dict[str, Mistake]) -> set[str]:
+    """The test cells a pack's submission must fail: the union of its mistakes'."""
+    return {cell for mistake in pack.values() for cell in mistake.fails}
+
+
+def pack_answers(pack: dict[str, Mistake], solutions: dict[str, str]) -> dict[str, str]:
+    """A pack's submission: the solutions, with every mistake's changed cells."""
+    return {**solutions, **{cell: code for m in pack.values() for cell, code in m.changes.items()}}
+
+
 class Unit(NamedTuple):
     """The names every unit's module starts with, read from the unit's committed notebooks:
     ``SOURCE, RELEASE, SOLUTIONS, POINTS, TOTAL, Mistake, answer_values_in = kit.unit(...)``."""

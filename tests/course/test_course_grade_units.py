@@ -17,9 +17,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.api import Gradebook
 from units import ROOT, UNITS, submissions
 
 from tests import mutation, stuck
+from tests import submission_kit as kit
 from tests.class_fixture import ASSIGNMENT, build_course, hostile_modules, nbgrader
 
 CLI = str(Path(sys.executable).parent / "course-grade")
@@ -33,26 +35,32 @@ pytestmark = [
 ]
 
 
-def _cases(subs) -> dict[str, tuple[nbformat.NotebookNode, float, str | None]]:
-    """student -> (notebook, expected score, a hint its feedback must show)."""
+def _cases(subs) -> dict[str, tuple[nbformat.NotebookNode, float, tuple[str, ...]]]:
+    """student -> (notebook, expected score, the hints its feedback must show). The sample
+    of mistakes shares submissions as plain nbgrader's test packs them (first fit: no two
+    in one submission change the same answer cell or fail the same test cell), so each
+    submission must fail exactly the union of its mistakes' test cells."""
     cases = {
-        "solution": (subs.make_submission(subs.RELEASE, subs.SOLUTIONS), subs.TOTAL, None),
-        "blank": (subs.make_submission(subs.RELEASE, {}), 0.0, None),
+        "solution": (subs.make_submission(subs.RELEASE, subs.SOLUTIONS), subs.TOTAL, ()),
+        "blank": (subs.make_submission(subs.RELEASE, {}), 0.0, ()),
     }
     for name, answers in subs.FULL_MARKS.items():
         cases[name.replace("_", "-")] = (
             subs.make_submission(subs.RELEASE, answers),
             subs.TOTAL,
-            None,
+            (),
         )
-    for name in subs.COURSE_GRADE_SAMPLE:
-        mistake = subs.MISTAKES[name]
-        cases[f"mistake-{name.replace('_', '-')}"] = (
-            subs.make_submission(subs.RELEASE, mistake.answers),
-            mistake.score,
-            mistake.hint,
+    for student, pack in _sample_packs(subs).items():
+        cases[student.replace("_", "-")] = (
+            subs.make_submission(subs.RELEASE, kit.pack_answers(pack, subs.SOLUTIONS)),
+            subs.TOTAL - sum(subs.POINTS[cell] for cell in kit.pack_fails(pack)),
+            tuple(mistake.hint for mistake in pack.values()),
         )
     return cases
+
+
+def _sample_packs(subs) -> dict[str, dict]:
+    return kit.packs({name: subs.MISTAKES[name] for name in subs.COURSE_GRADE_SAMPLE})
 
 
 # A fixed few of each unit's mutants (tests/mutation.py), not listed as equivalent.
@@ -129,6 +137,16 @@ def test_the_unit_is_graded_and_each_submission_earns_its_expected_score(graded)
     assert all(not any("withheld" in d for d in rows[s]["details"]) for s in cases)
 
 
+def test_each_pack_of_mistakes_fails_exactly_its_mistakes_test_cells(graded):
+    unit, course, _, _, _ = graded
+    subs = submissions(unit)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student, pack in _sample_packs(subs).items():
+            notebook = gb.find_submission(unit, student.replace("_", "-")).notebooks[0]
+            failed = {g.name for g in notebook.grades if g.auto_score != subs.POINTS[g.name]}
+            assert failed == kit.pack_fails(pack), (student, sorted(pack))
+
+
 def test_each_mistakes_hint_reaches_its_feedback_without_the_hidden_tests(graded):
     unit, course, cases, _, tricks = graded
     source = nbformat.read(course / "source" / unit / f"{unit}.ipynb", 4)
@@ -141,10 +159,10 @@ def test_each_mistakes_hint_reaches_its_feedback_without_the_hidden_tests(graded
         if "### BEGIN HIDDEN TESTS" in cell.source and len(line.strip()) > 30
     ]
     assert hidden
-    for student, (_, _, hint) in {**cases, **tricks}.items():
+    for student, (_, _, hints) in {**cases, **tricks}.items():
         page = html.unescape((course / "feedback" / student / unit / f"{unit}.html").read_text())
-        if hint is not None and student in cases:
-            assert hint in page, student
+        if student in cases:
+            assert [hint for hint in hints if hint not in page] == [], student
         assert not [line for line in hidden if line in page], student
 
 

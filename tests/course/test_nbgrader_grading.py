@@ -9,7 +9,7 @@ imported ipykernel and torch (`forked_kernels`: each still a fresh kernel that h
 cell), but each unit's solution and unmodified release, which ipykernel's own launcher starts.
 
 Every mistake is graded, but not each in a notebook of its own: mistakes that change
-different answer cells and fail different test cells share one submission (`_packs`), and
+different answer cells and fail different test cells share one submission (`submission_kit.packs`), and
 that submission must fail exactly the union of their cells, each with its own hint. A
 mistake that reached into another question's cells would fail a cell it does not name, so
 sharing a notebook hides nothing; it halves the notebooks nbgrader runs (101 -> 43).
@@ -30,6 +30,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 from units import UNITS, submissions
+
+from tests import submission_kit as kit
 
 # first: its class fixture grades every unit (minutes); timeout: under pytest-xdist the other
 # process grades beside it, and the fixture counts against its first test's time.
@@ -53,34 +55,11 @@ def pytest_generate_tests(metafunc):
 
 
 def _packs(subs) -> dict[str, dict[str, object]]:
-    """student -> the mistakes their one submission makes, first fit in name order: no two
-    in a pack change the same answer cell or name the same failing test cell."""
-    packs: list[dict[str, object]] = []
-    for name, mistake in sorted(subs.MISTAKES.items()):
-        pack = next(
-            (
-                pack
-                for pack in packs
-                if all(
-                    not set(mistake.changes) & set(other.changes)
-                    and not set(mistake.fails) & set(other.fails)
-                    for other in pack.values()
-                )
-            ),
-            None,
-        )
-        if pack is None:
-            packs.append(pack := {})
-        pack[name] = mistake
-    return {f"mistakes_{i}": pack for i, pack in enumerate(packs, 1)}
+    return kit.packs(subs.MISTAKES)
 
 
 def _pack_of(subs, mistake: str) -> tuple[str, dict[str, object]]:
     return next((s, p) for s, p in _packs(subs).items() if mistake in p)
-
-
-def _fails(pack: dict) -> set[str]:
-    return {cell for mistake in pack.values() for cell in mistake.fails}
 
 
 def _class_of_submissions(subs) -> dict[str, nbformat.NotebookNode]:
@@ -92,8 +71,9 @@ def _class_of_submissions(subs) -> dict[str, nbformat.NotebookNode]:
         for name, answers in group.items():
             notebooks[name] = subs.make_submission(subs.RELEASE, answers)
     for student, pack in _packs(subs).items():
-        changes = {cell: code for m in pack.values() for cell, code in m.changes.items()}
-        notebooks[student] = subs.make_submission(subs.RELEASE, {**subs.SOLUTIONS, **changes})
+        notebooks[student] = subs.make_submission(
+            subs.RELEASE, kit.pack_answers(pack, subs.SOLUTIONS)
+        )
 
     def alone(mistake: str) -> nbformat.NotebookNode:
         return subs.make_submission(subs.RELEASE, subs.MISTAKES[mistake].answers)
@@ -310,9 +290,9 @@ def test_answers_that_equal_anything_earn_at_most_a_tenth(grades, subs, liar):
 def test_mistake_scores_its_partial_score(grades, subs, mistake):
     """Its pack's submission loses exactly the cells of the pack's mistakes, its own among them."""
     student, pack = _pack_of(subs, mistake)
-    assert set(subs.MISTAKES[mistake].fails) <= _fails(pack)
-    assert _failed_cells(subs, grades[student]) == _fails(pack)
-    lost = sum(subs.POINTS[cell] for cell in _fails(pack))
+    assert set(subs.MISTAKES[mistake].fails) <= kit.pack_fails(pack)
+    assert _failed_cells(subs, grades[student]) == kit.pack_fails(pack)
+    lost = sum(subs.POINTS[cell] for cell in kit.pack_fails(pack))
     assert grades[student]["score"] == subs.TOTAL - lost < subs.TOTAL
 
 
@@ -330,7 +310,7 @@ def test_failure_messages_never_show_an_answer(course, subs, mistake):
     """One error in each cell the mistake fails, and none in a cell its pack does not fail."""
     student, pack = _pack_of(subs, mistake)
     errors = _error_texts(subs, course, student)
-    assert set(errors) == _fails(pack), errors.keys()
+    assert set(errors) == kit.pack_fails(pack), errors.keys()
     for cell in subs.MISTAKES[mistake].fails:
         assert len(errors[cell]) == 1, errors[cell]
         for text in errors[cell]:
