@@ -3,7 +3,10 @@
 This is trusted code in an untrusted process. The student's notebook ran here first and
 may have replaced any of it; that is fine, because everything this module can send is a
 reply of plain data, which the test kernel decodes into values of its own. A replaced
-``serve`` can only state answers, and stating the right answers means knowing them.
+``serve`` can only state answers, and stating the right answers means knowing them. A
+call's record of copies and host reads (``copy_record``) is such a statement too, but
+stating the right method needs no hidden knowledge: a notebook that replaces
+``copy_record`` or edits what it returns claims a right answer's record (outside attack 52).
 What must hold is the other direction: for an honest notebook, answering changes
 nothing the notebook can see, and never raises.
 """

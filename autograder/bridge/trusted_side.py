@@ -212,7 +212,10 @@ class StudentFunction:
         kernel under a record of each copy between two devices (``student_side.copy_record``),
         the record as plain lists ``[op, from_device, to_device, from_dtype, to_dtype,
         numel]``. Like any answer, a record is what the student's kernel states: a forged one
-        can only claim what a right answer would do. A record that says it missed some of the
+        can claim what a right answer would do, and that needs no hidden knowledge, so a
+        test whose points rest on the record alone grades the method a notebook claims
+        (outside attack 52 forged it for 2 points in units 2 and 3; the README's "What it
+        does not guarantee"). A record that says it missed some of the
         call's reads or copies (``student_side.UNSEEN``) is the student's failure: the test
         cannot be sure, and says so."""
         global ask
