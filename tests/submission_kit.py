@@ -14,6 +14,8 @@ for the others; ``tests/units.py`` maps one to the other) exposes the same names
   ``ALWAYS_EQUAL_MAX``: the most such a submission may earn (a tenth of the total);
 - ``IMPLAUSIBLE``: one answer per answer cell that each visible test must refuse;
 - ``COURSE_GRADE_SAMPLE``: the few mistakes course-grade's own test grades;
+- ``packs(mistakes)``, ``pack_fails`` and ``pack_answers`` (here, for every unit): mistakes
+  that touch different cells, grouped to share one submission, its failing cells and answers;
 - ``DELETED`` and ``PASSED``: a mistake whose failing test the learner deleted, or
   replaced by ``pass``: (student, mistake, test cell or cells);
 - ``ANSWER_VALUES`` and ``answer_values_in(text)``: the answers as they would be printed,
