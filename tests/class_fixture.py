@@ -127,7 +127,7 @@ def honest_cases(packed: bool = False) -> list[Case]:
     cases += [
         Case(
             student,
-            TOTAL - sum(POINTS[cell] for cell in kit.pack_fails(pack)),
+            kit.pack_score(pack),
             "graded",
             make_submission(RELEASE, kit.pack_answers(pack, SOLUTIONS)),
         )

@@ -14,7 +14,7 @@ for the others; ``tests/units.py`` maps one to the other) exposes the same names
   ``ALWAYS_EQUAL_MAX``: the most such a submission may earn (a tenth of the total);
 - ``IMPLAUSIBLE``: one answer per answer cell that each visible test must refuse;
 - ``COURSE_GRADE_SAMPLE``: the few mistakes course-grade's own test grades;
-- ``packs(mistakes)``, ``pack_fails`` and ``pack_answers`` (here, for every unit): mistakes
+- ``packs(mistakes)``, ``pack_fails``, ``pack_score`` and ``pack_answers`` (here, for every unit): mistakes
   that touch different cells, grouped to share one submission, its failing cells and answers;
 - ``DELETED`` and ``PASSED``: a mistake whose failing test the learner deleted, or
   replaced by ``pass``: (student, mistake, test cell or cells);
@@ -128,6 +128,13 @@ def packs(mistakes: dict[str, Mistake]) -> dict[str, dict[str, Mistake]]:
 def pack_fails(pack: dict[str, Mistake]) -> set[str]:
     """The test cells a pack's submission must fail: the union of its mistakes'."""
     return {cell for mistake in pack.values() for cell in mistake.fails}
+
+
+def pack_score(pack: dict[str, Mistake]) -> float:
+    """What a pack's submission must score: the total less its failing cells' points (for
+    one mistake, its ``score``)."""
+    points = next(iter(pack.values())).POINTS
+    return sum(points.values()) - sum(points[cell] for cell in pack_fails(pack))
 
 
 def pack_answers(pack: dict[str, Mistake], solutions: dict[str, str]) -> dict[str, str]:

@@ -37,7 +37,7 @@ import pygments
 from bs4 import BeautifulSoup
 from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
-from nbconvert.filters.ansi import _ANSI_RE, _get_extended_color, _htmlconverter
+from nbconvert.filters.ansi import _ANSI_RE, _get_extended_color, _htmlconverter, strip_ansi
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.strings import clean_html
@@ -153,10 +153,10 @@ class SafeOutputMetadata(Preprocessor):
 
 def _without_escapes(output: NotebookNode) -> NotebookNode:
     if "text" in output:
-        output.text = _ANSI_RE.sub("", str(output.text))
+        output.text = strip_ansi(str(output.text))
     if output.get("output_type") == "error":
-        output.evalue = _ANSI_RE.sub("", str(output.get("evalue", "")))
-        output.traceback = [_ANSI_RE.sub("", str(line)) for line in output.get("traceback", [])]
+        output.evalue = strip_ansi(str(output.get("evalue", "")))
+        output.traceback = [strip_ansi(str(line)) for line in output.get("traceback", [])]
     return output
 
 

@@ -53,7 +53,7 @@ def _cases(subs) -> dict[str, tuple[nbformat.NotebookNode, float, tuple[str, ...
     for student, pack in _sample_packs(subs).items():
         cases[student.replace("_", "-")] = (
             subs.make_submission(subs.RELEASE, kit.pack_answers(pack, subs.SOLUTIONS)),
-            subs.TOTAL - sum(subs.POINTS[cell] for cell in kit.pack_fails(pack)),
+            kit.pack_score(pack),
             tuple(mistake.hint for mistake in pack.values()),
         )
     return cases
