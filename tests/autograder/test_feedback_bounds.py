@@ -475,3 +475,27 @@ def test_a_students_links_are_absolute_web_links_or_this_pages_and_carry_no_titl
     assert "title=" not in body
     # the words stay, from the markdown cell, the HTML output and the markdown output
     assert body.count(">share<") == 2 and body.count(">out<") == 3 and body.count(">bad<") == 3
+
+
+def test_a_run_of_brackets_makes_a_whole_page_within_the_feedback_childs_limits():
+    """Markdown of nothing but "[" passes every markup bound (no "<", "*" or "_"); the page
+    is still made in the child a worker makes it in, within its CPU limit (nbconvert's
+    strip_files_prefix took 111 CPU s on 100,000 of them: the student got the plain page)."""
+    from autograder.worker import limited_child
+
+    text = "[" * 60_000 + "x"
+
+    def page() -> tuple[bool, str]:
+        html = feedback_page(
+            [
+                nbformat.v4.new_markdown_cell(text),
+                nbformat.v4.new_code_cell(
+                    "x",
+                    outputs=[nbformat.v4.new_output("display_data", data={"text/markdown": text})],
+                ),
+            ]
+        )
+        return html.count(text) == 2, ""
+
+    ended = limited_child.run(page)
+    assert ended.ok and not ended.stopped, ended
