@@ -286,7 +286,7 @@ def test_the_kernels_entry_imports_nothing_but_the_standard_library():
     import subprocess
     import sys
 
-    # A None entry blocks a module (autograder/__init__ blocks rfc3987_syntax): not loaded.
+    # (A None entry in sys.modules blocks a module: it was not loaded.)
     code = (
         "import sys; before = set(sys.modules); import autograder.sandbox.kernel_entry; "
         "print(sorted(m.split('.')[0] for m, module in sys.modules.items() "
