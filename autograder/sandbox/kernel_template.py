@@ -34,8 +34,9 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   in a new sandbox. Then it forks one child and says ``forked <n> <pid>``, ``n`` the
   fork's number (1, 2, ...): a kernel can use up the sandbox's pids until the next child
   gets its own pid back, so a pid names no kernel for long, a number does. The child fills
-  its working folder from the staging folder, writes its connection file and becomes an
-  ipykernel. It serves one submission and is killed by the host after it, with every
+  its working folder from the staging folder, writes its connection file, closes every
+  descriptor of the template's (its standard output and error become /dev/null: the
+  template's log is a host file that outlives the kernel) and becomes an ipykernel. It serves one submission and is killed by the host after it, with every
   process it started.
 - When a child ends, the template says ``exit <n> <pid> <status> <cpu>`` on its standard
   output (its fork's number, the pid as the sandbox numbers it, the status as
@@ -589,7 +590,7 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # the template's requests and its pipe to the host are not the kernel's
     os.close(null)
-    os.dup2(2, 1)  # the kernel's own output goes to the log, as any kernel's
+    os.dup2(2, 1)  # the set-up's own words (a failure, below) go to the template's log
     path = os.path.join(os.path.dirname(connection["ip"]), "kernel.json")
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -597,6 +598,7 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
         json.dump(connection, f)
     fill_work_dir(os.path.join(STAGING_DIR, staging) if staging else STAGING_DIR, WORK_DIR)
     os.environ.pop("JPY_PARENT_PID", None)
+    _hold_nothing_of_the_template()
     from ipykernel import kernelapp
 
     # As nbclient starts every kernel: no history file (a new sqlite database per kernel).
@@ -608,6 +610,21 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
         *KERNEL_OPTIONS[_KIND[0]],
     ]
     kernelapp.launch_new_instance()
+
+
+def _hold_nothing_of_the_template() -> None:
+    """Last, before the kernel's first line: its standard output and error go to
+    /dev/null, and it keeps no other descriptor of the template's. The template's log is
+    a host file that outlives every kernel it forks; a kernel that held it, even write-only,
+    passed a note to the next (outside attack 56: holes punched in it, or its size, read
+    back with lseek and fstat) or filled it to the file-size limit, so that the next kernel
+    could not start from the template. What the kernel prints goes to the notebook as
+    ipykernel captures it; ipykernel's own log lines, which no one reads, go nowhere."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
 
 
 def _tree(folder: str, strict: bool = False) -> set[str]:

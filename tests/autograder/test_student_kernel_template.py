@@ -228,6 +228,50 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
     assert texts == ["False False [] 0 False [] False False []\n"], texts
 
 
+# Every descriptor a kernel holds, but character devices (/dev/null) and anonymous inodes
+# (each epoll or eventfd of every process is the one inode of anon_inodefs): its file's
+# device, inode and kind, and the size it sees.
+DESCRIPTORS = """
+import os, stat
+held = {}
+for fd in map(int, os.listdir('/proc/self/fd')):
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        continue
+    if not stat.S_ISCHR(st.st_mode) and stat.S_IFMT(st.st_mode):
+        held[fd] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), st.st_size)
+"""
+
+
+def test_no_descriptor_of_a_kernel_is_held_by_the_next(tmp_path):
+    """Outside attack 56: every forked kernel held the template's log (its stdout and
+    stderr, and ipykernel's copies of them), a host file that outlives each kernel. A
+    write-only descriptor was enough to pass a note: the first kernel punched holes in it,
+    or set its size, and the next read them with lseek and fstat; or filled it to the
+    file-size limit, so that the next kernel could not start from the template. No kernel
+    now holds a descriptor that a later kernel holds too, and whatever the first does to
+    any of its own, the next starts from the template."""
+    plant = [
+        DESCRIPTORS + "for fd, (_, _, kind, _) in held.items():\n"
+        "    if kind == stat.S_IFREG:\n"
+        "        try:\n"
+        "            os.ftruncate(fd, 123_457)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "print(sorted(v[:3] for v in held.values()))"
+    ]
+    texts, _ = run(plant, staged(tmp_path, "first.txt", "A"))
+    first = {tuple(v) for v in ast.literal_eval(texts[0])}
+    texts, km = run(
+        [DESCRIPTORS + "print(sorted(held.values()))"], staged(tmp_path, "second.txt", "B")
+    )
+    assert km.without_template is None  # the first could not keep it from starting
+    second = ast.literal_eval(texts[0])
+    assert second and {tuple(v[:3]) for v in second} & first == set()
+    assert [v for v in second if v[3] == 123_457] == []
+
+
 def test_no_kernel_can_read_or_write_its_templates_memory(tmp_path):
     probe = (
         "import os\n"
