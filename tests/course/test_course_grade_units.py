@@ -70,12 +70,16 @@ MUTANTS = {unit: mutation.sample(unit, 3) for unit in UNITS if unit != ASSIGNMEN
 def _tricks(unit: str, subs) -> dict[str, tuple[nbformat.NotebookNode, str, object]]:
     """student -> (notebook, its twin's student id, the trick's module): the unit's tricks
     on the trusted side (tests/hostile files that name the unit), each with its twin,
-    the same answers without the trick (the solution where it has none of its own)."""
+    the same answers without the trick (the solution where it has none of its own; one
+    submission for the tricks whose twins are the same answers)."""
     tricks = {}
+    twins: dict[str, str] = {}  # a twin's answers -> the student id that submits them
     for module in hostile_modules(unit):
         twin = "solution"
         if module.TWIN is not None:
-            twin = f"{module.STUDENT_ID}-twin"
+            # Tricks whose twins are the same answers share one twin's submission.
+            answers = json.dumps(module.TWIN, sort_keys=True)
+            twin = twins.setdefault(answers, f"{module.STUDENT_ID}-twin")
             tricks[twin] = (subs.make_submission(subs.RELEASE, module.TWIN), twin, None)
         tricks[module.STUDENT_ID] = (
             subs.make_submission(subs.RELEASE, module.ANSWERS),
