@@ -213,6 +213,13 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_workers", "test_q4_bottleneck"),
         "more workers deliver batches more often",
     ),
+    "workers_share_rounded": Mistake(
+        "steady_state rounds each worker's share of the loading down to a whole ms (review 57: "
+        "every case divided evenly, and floor, int() or ceil scored full marks)",
+        {"q4_steady_state": _q4(per_batch=PER_BATCH.replace("/ max(workers", "// max(workers"))},
+        ("test_q4_workers",),
+        "a fraction of a millisecond included: do not round it",
+    ),
     "sum_with_workers_on_one_stream": Mistake(
         "steady_state sums the stages whenever the copy is not overlapped, workers or not "
         "(the exercise's old model, which contradicted the lesson's Pipeline)",
