@@ -93,6 +93,21 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q3_ticks", "test_q3_race_ticks", "test_q3_fewest"),
         "that counts one copy",
     ),
+    "never_only_on_a_tie": Mistake(
+        "fewest_gpu_steps says None only when the GPU takes exactly as many ticks a step, and "
+        "gives a number for a GPU slower per step (review 58: the one never-wins case was a tie)",
+        {
+            "q3_fewest_gpu_steps": (
+                "def fewest_gpu_steps(numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+                "    gain = math.ceil(numbers / cpu_per_tick) - math.ceil(numbers / gpu_per_tick)\n"
+                "    if gain == 0:\n"
+                "        return None\n"
+                "    return 2 * copy_ticks // gain + 1"
+            ),
+        },
+        ("test_q3_fewest",),
+        "never catches up",
+    ),
     "no_copy_back": Mistake(
         "the worked example's GPU route forgets the copy back",
         {

@@ -107,6 +107,18 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_sgd", "test_q1_training_memory"),
         "keeps a momentum buffer",
     ),
+    "momentum_only_at_0_9": Mistake(
+        "training_memory_mb counts a momentum buffer only for the example's momentum, 0.9 "
+        "(review 58: no other momentum was tested)",
+        {
+            "q1_training_memory": _training_memory(
+                "4 if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) "
+                "else 3 if optimizer.defaults.get('momentum', 0) == 0.9 else 2"
+            )
+        },
+        ("test_q1_training_memory",),
+        "keeps a momentum buffer per parameter",
+    ),
     "memory_ignores_dtype": Mistake(
         "training_memory_mb counts 4 bytes a number whatever the dtype",
         {"q1_training_memory": _training_memory(ADAM_IS_4, size="4")},
