@@ -36,8 +36,8 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   gets its own pid back, so a pid names no kernel for long, a number does. The child fills
   its working folder from the staging folder, writes its connection file, closes every
   descriptor of the template's (its standard output and error become /dev/null: the
-  template's log is a host file that outlives the kernel) and becomes an ipykernel. It serves one submission and is killed by the host after it, with every
-  process it started.
+  template's log is a host file that outlives the kernel) and becomes an ipykernel. It
+  serves one submission and is killed by the host after it, with every process it started.
 - When a child ends, the template says ``exit <n> <pid> <status> <cpu>`` on its standard
   output (its fork's number, the pid as the sandbox numbers it, the status as
   ``subprocess`` gives it, the

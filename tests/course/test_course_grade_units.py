@@ -77,7 +77,6 @@ def _tricks(unit: str, subs) -> dict[str, tuple[nbformat.NotebookNode, str, obje
     for module in hostile_modules(unit):
         twin = "solution"
         if module.TWIN is not None:
-            # Tricks whose twins are the same answers share one twin's submission.
             answers = json.dumps(module.TWIN, sort_keys=True)
             twin = twins.setdefault(answers, f"{module.STUDENT_ID}-twin")
             tricks[twin] = (subs.make_submission(subs.RELEASE, module.TWIN), twin, None)
