@@ -569,9 +569,12 @@ FULL_MARKS: dict[str, dict[str, str]] = {
         "q1_overlap": "sequential_ms = 5 + 2 + 8\noverlapped_ms = max(5, 2, 8)\ngpu_busy_percent = 53.3",
         "q2_workers": "one_worker_ms = 12\ntwo_workers_ms = max(12 / 2, 2, 8)\nfewest_workers = 2",
         "q3_bytes": "float32_mb = 154\nuint8_mb = 38.5\nfloat32_ms = 6.17\nuint8_ms = 1.54",
-        # A list back instead of a tuple; the stages' times sorted by hand.
+        # A list back instead of a tuple; the stages' times sorted by hand; the loading share
+        # given to 3 significant figures, as the notebook's precision rule allows (25 / 3 ms:
+        # 8.33).
         "q4_steady_state": _steady_state(
-            'times = [("load", stage_ms["load"] / (workers or 1)), ("copy", stage_ms["copy"]),',
+            'share = float(f"{stage_ms[\'load\'] / (workers or 1):.3g}")',
+            'times = [("load", share), ("copy", stage_ms["copy"]),',
             '         ("compute", stage_ms["compute"])]',
             "name, slowest = sorted(times, key=lambda pair: pair[1])[-1]",
             "if not workers:",
