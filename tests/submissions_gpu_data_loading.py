@@ -573,7 +573,7 @@ FULL_MARKS: dict[str, dict[str, str]] = {
         # given to 3 significant figures, as the notebook's precision rule allows (25 / 3 ms:
         # 8.33).
         "q4_steady_state": _steady_state(
-            'share = float(f"{stage_ms[\'load\'] / (workers or 1):.3g}")',
+            "share = float(f\"{stage_ms['load'] / (workers or 1):.3g}\")",
             'times = [("load", share), ("copy", stage_ms["copy"]),',
             '         ("compute", stage_ms["compute"])]',
             "name, slowest = sorted(times, key=lambda pair: pair[1])[-1]",
