@@ -23,8 +23,11 @@ Contract (the host's side is ``autograder.worker.trusted_kernel``):
   until none is left, empties the sandbox's writable folders (``/tmp``, ``/dev/shm``,
   and ``/dev/mqueue``, its own POSIX message queues; a folder made read-only is made
   writable first), removes its System V IPC objects, empties its uid's keyrings (user,
-  user-session and persistent), and checks that no socket is left in the sandbox's network
-  namespace (a closed TCP connection lingers there for a minute, its ports readable).
+  user-session and persistent), checks that no socket is left in the sandbox's network
+  namespace (a closed TCP connection lingers there for a minute, its ports readable), and
+  that its own resource limits, nice value, scheduling policy and CPUs are still those it
+  started with (a kernel shares its uid; the system call filter keeps any kernel from
+  setting another process's limits).
   Then it has the pid keeper (``kernel_entry.start_pid_keeper``) set the pid counter, so
   that every kernel gets the same pid and none can leave the next a number in it. The
   child makes mount, IPC and network namespaces of its own, with a new /tmp, /dev/shm and
@@ -199,6 +202,7 @@ def serve(kind: str = "test", more: Sequence[str] = ()) -> None:
     gc.freeze()  # what it imported: never walked again, here or in a kernel
     gc.enable()
     _SOCKETS.update(_sockets())  # its own, should an import have made one
+    _OWN_SETTINGS.update(_settings())
     for folder in WRITABLE:
         _empty(folder)
     # No child may ptrace the template or read its memory through /proc: it would reach
@@ -306,7 +310,35 @@ def _end_earlier_kernels() -> str:
             return f"{changed} could not be put back as the sandbox made it"
     except Exception as exc:  # noqa: BLE001 - whatever an earlier kernel left: a new sandbox
         return f"the writable folders could not be checked ({type(exc).__name__})"
-    return _remove_ipc() or _clear_keyrings() or _sockets_left()
+    return _remove_ipc() or _clear_keyrings() or _sockets_left() or _settings_changed()
+
+
+_OWN_SETTINGS: dict[str, object] = {}  # the template's limits and scheduling, before any kernel
+
+
+def _settings() -> dict[str, object]:
+    """What a child inherits of the template's own settings: every resource limit, its
+    nice value, scheduling policy and CPUs."""
+    import resource
+
+    found: dict[str, object] = {
+        name: resource.getrlimit(getattr(resource, name))
+        for name in dir(resource)
+        if name.startswith("RLIMIT_")
+    }
+    found["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    found["policy"] = os.sched_getscheduler(0)
+    found["cpus"] = sorted(os.sched_getaffinity(0))
+    return found
+
+
+def _settings_changed() -> str:
+    """A kernel shares the template's uid, and Linux lets a process of one uid set
+    another's limits: the system call filter refuses it (``seccomp``), and this says so
+    should anything else have changed what the next kernel would inherit (outside attack
+    59 gave every later kernel a CPU limit of 1 s)."""
+    changed = sorted(k for k, v in _settings().items() if _OWN_SETTINGS.get(k) != v)
+    return f"its own limits or scheduling were changed ({', '.join(changed)})" if changed else ""
 
 
 # The sandbox's network namespace is the template's, shared by every kernel it forks, one

@@ -1,7 +1,7 @@
-"""A kernel can pin no kernel memory its control group does not count: a seccomp filter
-every sandboxed kernel (and every kernel template, whose children inherit it) installs
-before anything of a notebook runs. Standard library only: ``kernel_entry`` calls it
-before ipykernel is imported.
+"""A kernel can pin no kernel memory its control group does not count, nor set another
+process's resource limits: a seccomp filter every sandboxed kernel (and every kernel
+template, whose children inherit it) installs before anything of a notebook runs.
+Standard library only: ``kernel_entry`` calls it before ipykernel is imported.
 
 Threat: memory held in the machine's kernel on a kernel's behalf that its control group
 never counts, nor the watchdog (which counts processes' memory and their tmpfs files).
@@ -23,6 +23,13 @@ Contract:
   socket and falls back keeps working; ``AF_NETLINK`` with ``EOPNOTSUPP``, as under WSL,
   whose missing netlink libzmq tolerates (its ``getifaddrs`` aborts the kernel on any
   other error, and every kernel's ipykernel asks for the loopback's address).
+- ``prlimit64(2)`` on any process but the caller's own (pid 0, which is how glibc's
+  ``getrlimit`` and ``setrlimit`` call it) fails with ``EPERM``. A kernel shares its uid
+  with the template it was forked from, and Linux lets a process set the limits of any
+  other of its uid: outside attack 59 lowered its template's soft CPU limit, so that
+  every later kernel it forked was killed after 1 CPU s (an honest submission graded
+  0/30), and passed a note to the next kernel in another limit. (``kernel_template``
+  also checks its own limits before each fork.)
 - ``REFUSED`` calls fail with the error the machine's own setting would give where it
   forbids them: ``perf_event_open`` (``perf_event_paranoid`` 3), ``bpf``, ``userfaultfd``,
   ``fanotify_init`` (not allowed), ``io_uring_setup`` (io_uring disabled; an io_uring's
@@ -51,6 +58,7 @@ _NUMBERS = {
     "x86_64": {
         "socket": 41,
         "socketpair": 53,
+        "prlimit64": 302,
         "perf_event_open": 298,
         "fanotify_init": 300,
         "bpf": 321,
@@ -61,6 +69,7 @@ _NUMBERS = {
     "aarch64": {
         "socket": 198,
         "socketpair": 199,
+        "prlimit64": 261,
         "perf_event_open": 241,
         "fanotify_init": 262,
         "bpf": 280,
@@ -110,6 +119,13 @@ def program(machine: str | None = None) -> bytes:
         ops += [(_JGE_K, _X32_BIT, 0, 1), (_RET_K, _KILL_PROCESS)]
     for name, error in REFUSED.items():
         ops += [(_JEQ_K, nr[name], 0, 1), (_RET_K, _ERRNO | error)]
+    ops += [
+        (_JEQ_K, nr["prlimit64"], 0, 4),  # not prlimit64: on to the sockets
+        (_LD_W_ABS, _ARG0),  # the pid (a pid_t: its low 32 bits are all the kernel reads)
+        (_JEQ_K, 0, 0, 1),
+        (_RET_K, _ALLOW),  # 0: this process's own limits
+        (_RET_K, _ERRNO | errno.EPERM),
+    ]
     ops += [
         (_JEQ_K, nr["socket"], 1, 0),
         (_JEQ_K, nr["socketpair"], 0, 5),  # neither: allowed

@@ -56,3 +56,23 @@ def test_a_system_call_of_another_abi_kills_the_process():
 def test_a_machine_the_filter_does_not_know_runs_no_kernel():
     with pytest.raises(OSError, match="no system call filter for a riscv64 machine"):
         seccomp.program("riscv64")
+
+
+def test_a_filtered_process_sets_its_own_limits_and_no_other_process_s():
+    """Outside attack 59: a kernel set its template's limits (same uid), and every later
+    kernel inherited them. Under the filter a process sets its own, as glibc does
+    (``prlimit64`` with pid 0), and no other's, not even its parent's."""
+    done = filtered(
+        "import os, resource, subprocess, sys\n"
+        "resource.setrlimit(resource.RLIMIT_MSGQUEUE, (4242, 4242))\n"
+        "child = 'import os, resource\\n"
+        "try:\\n"
+        "    resource.prlimit(os.getppid(), resource.RLIMIT_MSGQUEUE, (7, 7))\\n"
+        '    print("set")\\n'
+        "except PermissionError:\\n"
+        '    print("refused")\'\n'
+        "out = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True)\n"
+        "print(out.stdout.strip(), resource.getrlimit(resource.RLIMIT_MSGQUEUE))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["refused", "(4242,", "4242)"]

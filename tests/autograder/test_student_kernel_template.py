@@ -12,6 +12,8 @@ import ast
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -292,6 +294,48 @@ def test_a_template_that_a_kernel_stopped_is_replaced_for_the_next(tmp_path):
     texts, km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
     assert texts == ["next\n"] and km.without_template is None
     assert kept.starts == 2
+
+
+def test_no_kernel_sets_its_templates_limits_and_the_next_starts_with_the_sandboxs(tmp_path):
+    """Outside attack 59: a kernel lowered its template's soft CPU limit (same uid), so that
+    every later kernel forked from it was killed after 1 CPU s, and passed a note to the
+    next kernel in another limit. No kernel can now set another process's limits; the next
+    kernel has the sandbox's, from the same template."""
+    limits = "import resource; print(resource.getrlimit(resource.RLIMIT_MSGQUEUE), resource.getrlimit(resource.RLIMIT_CPU))"
+    poison = (
+        "import os, resource\n"
+        "for kind, value in ((resource.RLIMIT_MSGQUEUE, 424243), (resource.RLIMIT_CPU, 121)):\n"
+        "    try:\n"
+        "        resource.prlimit(os.getppid(), kind, (value, resource.getrlimit(kind)[1]))\n"
+        "        print('set')\n"
+        "    except PermissionError:\n"
+        "        print('refused')"
+    )
+    texts, _ = run([limits, poison], staged(tmp_path, "f.txt", "A"))
+    assert texts[1] == "refused\nrefused\n"
+    (kept,) = student_kernels._TEMPLATES.values()
+    again, km = run([limits], staged(tmp_path, "g.txt", "B"))
+    assert again == texts[:1] and "424243" not in again[0]
+    assert km.without_template is None and kept.starts == 1
+
+
+def test_a_template_whose_own_limits_changed_forks_no_kernel():
+    """The template's second guard: before each fork it compares its limits and scheduling
+    with those it started with, and a change ends it (a new sandbox serves the next)."""
+    code = (
+        "import resource\n"
+        "from autograder.sandbox import kernel_template as t\n"
+        "t._OWN_SETTINGS.update(t._settings())\n"
+        "print(repr(t._settings_changed()))\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_MSGQUEUE)\n"
+        "resource.setrlimit(resource.RLIMIT_MSGQUEUE, (soft - 1, hard))\n"
+        "print(repr(t._settings_changed()))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == [
+        "''",
+        "'its own limits or scheduling were changed (RLIMIT_MSGQUEUE)'",
+    ], done.stderr
 
 
 def test_a_kernel_killed_by_its_cpu_limit_is_told_apart_from_a_crash(tmp_path):
