@@ -311,8 +311,22 @@ def test_no_kernel_sets_its_templates_limits_and_the_next_starts_with_the_sandbo
         "    except PermissionError:\n"
         "        print('refused')"
     )
-    texts, _ = run([limits, poison], staged(tmp_path, "f.txt", "A"))
-    assert texts[1] == "refused\nrefused\n"
+    # What else a child inherits and a process of the same uid may set: Linux refuses these
+    # to a process that lacks a capability its target holds (commoncap's cap_safe_nice:
+    # the template holds two, a kernel none). The template checks them before each fork too.
+    scheduling = (
+        "import os\n"
+        "pp = os.getppid()\n"
+        "for name, call in (('nice', lambda: os.setpriority(os.PRIO_PROCESS, pp, 5)),\n"
+        "                   ('cpus', lambda: os.sched_setaffinity(pp, {0})),\n"
+        "                   ('policy', lambda: os.sched_setscheduler(pp, os.SCHED_BATCH, os.sched_param(0)))):\n"
+        "    try:\n"
+        "        call(); print(name, 'set')\n"
+        "    except PermissionError:\n"
+        "        print(name, 'refused')"
+    )
+    texts, _ = run([limits, poison, scheduling], staged(tmp_path, "f.txt", "A"))
+    assert texts[1:] == ["refused\nrefused\n", "nice refused\ncpus refused\npolicy refused\n"]
     (kept,) = student_kernels._TEMPLATES.values()
     again, km = run([limits], staged(tmp_path, "g.txt", "B"))
     assert again == texts[:1] and "424243" not in again[0]
