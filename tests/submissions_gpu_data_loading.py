@@ -189,6 +189,16 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_busy", "test_q3_sizes"),
         "close, but not to the precision asked",
     ),
+    "rounded_wrongly_past_three_figures": Mistake(
+        "53.3 % and 154.14 MB given with a wrong last figure, 53.38 and 154.6: each within half "
+        "a unit of the third figure of the exact value, but not rounded correctly (review 60)",
+        {
+            "q1_overlap": _q1(busy="53.38"),
+            "q3_bytes": "float32_mb = 154.6\nuint8_mb = 38.535\nfloat32_ms = 6.17\nuint8_ms = 1.54",
+        },
+        ("test_q1_busy", "test_q3_sizes"),
+        "close, but not to the precision asked",
+    ),
     "always_the_sum": Mistake(
         "steady_state sums the stages even when they overlap",
         {"q4_steady_state": _q4(ms="ms = load + copy + compute")},
@@ -566,7 +576,9 @@ FULL_MARKS: dict[str, dict[str, str]] = {
         # Whole numbers as Python's exact arithmetic makes them, ints (max(12 / 2, 2, 8) is
         # the int 8: a fresh review's right answers had lost the visible test's point), the
         # rest typed to 3 significant figures or more.
-        "q1_overlap": "sequential_ms = 5 + 2 + 8\noverlapped_ms = max(5, 2, 8)\ngpu_busy_percent = 53.3",
+        # gpu_busy_percent rounded in float32, as NumPy keeps it: 53.33000183105469 gives 53.33.
+        "q1_overlap": "sequential_ms = 5 + 2 + 8\noverlapped_ms = max(5, 2, 8)\n"
+        "gpu_busy_percent = np.round(np.float32(100 * 8 / 15), 2)",
         "q2_workers": "one_worker_ms = 12\ntwo_workers_ms = max(12 / 2, 2, 8)\nfewest_workers = 2",
         "q3_bytes": "float32_mb = 154\nuint8_mb = 38.5\nfloat32_ms = 6.17\nuint8_ms = 1.54",
         # A list back instead of a tuple; the stages' times sorted by hand; the loading share
