@@ -133,6 +133,13 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q2_times",),
         "the slowest one sets the pace, not their sum",
     ),
+    "fewest_a_hair_off": Mistake(
+        "a count of workers a hair off a whole number (2.0000001 was within the hidden test's "
+        "relative 1e-6)",
+        {"q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 8.0\nfewest_workers = 2.0000001"},
+        ("test_q2_form", "test_q2_fewest"),
+        "should be a whole number of workers",
+    ),
     "fewest_rounded_down": Mistake(
         "12 / 8 rounded down: 1 worker",
         {"q2_workers": "one_worker_ms = 12.0\ntwo_workers_ms = 8.0\nfewest_workers = 12 // 8"},
@@ -579,7 +586,8 @@ FULL_MARKS: dict[str, dict[str, str]] = {
         # gpu_busy_percent rounded in float32, as NumPy keeps it: 53.33000183105469 gives 53.33.
         "q1_overlap": "sequential_ms = 5 + 2 + 8\noverlapped_ms = max(5, 2, 8)\n"
         "gpu_busy_percent = np.round(np.float32(100 * 8 / 15), 2)",
-        "q2_workers": "one_worker_ms = 12\ntwo_workers_ms = max(12 / 2, 2, 8)\nfewest_workers = 2",
+        # fewest_workers a float that is a whole number (the hidden test is exact: 2.0 is 2).
+        "q2_workers": "one_worker_ms = 12\ntwo_workers_ms = max(12 / 2, 2, 8)\nfewest_workers = 12 / 6",
         # uint8_ms worked out from uint8_mb rounded to 4 figures (review 62): right to 3.
         "q3_bytes": "float32_mb = 154\nuint8_mb = 38.54\nfloat32_ms = 6.17\nuint8_ms = uint8_mb / 25",
         # A list back instead of a tuple; the stages' times sorted by hand; the loading share
@@ -698,6 +706,7 @@ COURSE_GRADE_SAMPLE = (
     "mean_on_the_cpu",
     "busy_as_fraction",
     "normalized_on_the_cpu",
+    "fewest_a_hair_off",  # a count a hair off a whole number (outside attack 63)
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,

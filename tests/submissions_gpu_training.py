@@ -131,6 +131,18 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q2_waits_reading", "test_q2_waits_once"),
         "counts the final read twice",
     ),
+    "counts_a_hair_off": Mistake(
+        "counts of waits a hair off a whole number (an outside attack: 1000.0009, 10.000009 and "
+        "1.0000009 were within the hidden tests' relative 1e-6)",
+        {
+            "q2_waits": (
+                "waits_every_step = 1000.0009\nwaits_every_100 = 10.000009\n"
+                "waits_read_once = 1.0000009"
+            )
+        },
+        ("test_q2_waits_form", "test_q2_waits_reading", "test_q2_waits_once"),
+        "should be a whole number of waits",
+    ),
     "running_total_never_waits": Mistake(
         "a running total read once at the end is thought to wait for nothing",
         {"q2_waits": "waits_every_step = 1000\nwaits_every_100 = 10\nwaits_read_once = 0"},
@@ -484,7 +496,8 @@ FULL_MARKS: dict[str, dict[str, str]] = {
             "        return (4 * size + 4 * len(params)) / 1e6\n"
             "    return (3 if optimizer.defaults.get('momentum', 0) else 2) * size / 1e6"
         ),
-        "q2_waits": "waits_every_step = 1000.0\nwaits_every_100 = 10\nwaits_read_once = 1",
+        # Counts as a float and a NumPy integer (the hidden tests are exact: 1000.0 is 1000).
+        "q2_waits": "waits_every_step = 1000.0\nwaits_every_100 = np.int64(1000) // 100\nwaits_read_once = 1",
         "q3_must_assign": "must_assign = ' b '",
         # Labels checked where they arrived, before the step (on a GPU that waits for
         # nothing: an outside attack's right answer lost 2 points to it), then moved and
@@ -574,6 +587,7 @@ COURSE_GRADE_SAMPLE = (
     "logs_from_a_thread",
     "waits_for_a_logger",
     "keeps_the_best_loss_with_equal",
+    "counts_a_hair_off",  # a count a hair off a whole number (outside attack 63)
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
