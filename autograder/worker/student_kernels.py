@@ -57,11 +57,15 @@ log = logging.getLogger(__name__)
 
 _TEMPLATES: dict = {}
 EXIT_SAID = 1.0  # seconds the template has to say how a child it reaped ended
+# Seconds a template whose fork failed has to be seen ended: a template killed as it was
+# asked can still be ending (its sandbox's outer process follows it) when the request fails.
+ENDED_WAIT = 0.5
 PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 
 
 class _Unclean(Exception):
-    """The template could not end everything of the kernel before: it has exited."""
+    """The template has exited instead of forking: it could not end everything of the
+    kernel before, or something ended it between two kernels."""
 
 
 class TemplateUnusable(Exception):
@@ -117,8 +121,9 @@ class StudentTemplate:
     async def fork(self, connection: dict, staging: Path) -> tuple[str, psutil.Process, int]:
         """A new kernel on ``connection`` with the files of ``staging``: the host path of
         its ``ip``, its process, and how many OOM kills its control group had before.
-        A template that could not end everything of the kernel before it (``CANNOT_CLEAN``)
-        is replaced by a new one, in a new sandbox, which forks the kernel instead."""
+        A template that could not end everything of the kernel before it (``CANNOT_CLEAN``),
+        or that something ended once the kernel before it was killed, is replaced by a new
+        one, in a new sandbox, which forks the kernel instead."""
         try:
             return await self._fork(connection, staging)
         except _Unclean:
@@ -126,9 +131,7 @@ class StudentTemplate:
         try:
             return await self._fork(connection, staging)
         except _Unclean:
-            raise TemplateUnusable(
-                "two templates in a row could not end the kernel before theirs"
-            ) from None
+            raise TemplateUnusable("two templates in a row exited instead of forking it") from None
 
     async def _fork(self, connection: dict, staging: Path) -> tuple[str, psutil.Process, int]:
         if self.unusable:
@@ -144,7 +147,7 @@ class StudentTemplate:
         try:
             ip = await self.km.fork_kernel(connection, name)
         except Exception as exc:  # noqa: BLE001
-            status = self.km.provisioner.process.poll() if self.km.provisioner else None
+            status = self._ended_status()
             self.close()
             if status == CANNOT_CLEAN:
                 log.info(
@@ -156,6 +159,20 @@ class StudentTemplate:
             if status == UNSAFE_TO_FORK:
                 self.unusable = "its template had more than one thread, and forking it is not safe"
                 raise TemplateUnusable(self.unusable) from None
+            if status is not None:
+                # Ended between two kernels: by a process the kernel before left behind,
+                # which outlived the kill of that kernel's tree and killed its template
+                # just before this fork (outside attack 64). That is the kernel before's
+                # doing, never this submission's: a new template serves it, as above, and
+                # its report says nothing of it. (The old sandbox, and whatever was left
+                # in it, ends with the template's pid namespace.)
+                log.info(
+                    "a student-kernel template ended before it forked (uid %s, status %s): "
+                    "a new template in a new sandbox forks this one",
+                    self.uid,
+                    status,
+                )
+                raise _Unclean() from None
             raise TemplateUnusable(f"the forked kernel did not start ({exc})") from None
         child = self.km.forked_kernel()
         if child is None:
@@ -163,6 +180,16 @@ class StudentTemplate:
             raise TemplateUnusable("the forked kernel ended at once")
         group = getattr(self.km, "_group", None)
         return ip, child, group.oom_kills() if group is not None else 0
+
+    def _ended_status(self) -> int | None:
+        """The template's exit status, once its fork failed (None: it is still running)."""
+        process = self.km.provisioner.process if self.km.provisioner else None
+        if process is None:
+            return None
+        try:
+            return process.wait(timeout=ENDED_WAIT)
+        except subprocess.TimeoutExpired:
+            return None
 
     def exit_status(self, child: psutil.Process) -> int | None:
         """How ``child``, which has ended, ended, as its template saw it (None: not known).

@@ -296,6 +296,39 @@ def test_a_template_that_a_kernel_stopped_is_replaced_for_the_next(tmp_path):
     assert kept.starts == 2
 
 
+def test_a_template_ended_between_two_kernels_is_replaced_and_the_next_kernel_is_forked(tmp_path):
+    """Outside attack 64: a process the kernel before left behind outlived the kill of that
+    kernel's tree and killed its template just after that kill, before the next fork: the
+    next student's kernel started without a template, and their report said so. A template
+    that ended between two kernels is replaced as one that could not clean up."""
+    import contextlib
+    import time
+
+    import psutil
+
+    texts, _ = run(["print('first')"], staged(tmp_path, "f.txt", "A"))
+    assert texts == ["first\n"]
+    (kept,) = student_kernels._TEMPLATES.values()
+    km = kept.km
+    end_kernels = km.end_forked_kernels
+
+    def end_kernels_then_the_template():
+        end_kernels()  # the host's kill of the kernel before; then what it left behind acts
+        for process in km._own_processes.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if "kernel_entry" in " ".join(process.cmdline()):
+                    process.kill()
+        deadline = time.monotonic() + 10
+        while km.provisioner.process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    km.end_forked_kernels = end_kernels_then_the_template
+    texts, next_km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
+    assert texts == ["next\n"]
+    assert next_km.without_template is None  # forked, and nothing for the report to say
+    assert kept.starts == 2
+
+
 def test_no_kernel_sets_its_templates_limits_and_the_next_starts_with_the_sandboxs(tmp_path):
     """Outside attack 59: a kernel lowered its template's soft CPU limit (same uid), so that
     every later kernel forked from it was killed after 1 CPU s, and passed a note to the
