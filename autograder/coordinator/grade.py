@@ -907,6 +907,9 @@ def _zero_submission(
             return
         submission.timestamp = parse_utc(timestamp) if timestamp else None
         for notebook in submission.notebooks:
+            # The older attempt's late penalty is not this one's: nbgrader's own export
+            # showed "raw 0, penalty 30" for it (outside attack 65).
+            notebook.late_submission_penalty = None
             for grade in notebook.grades:
                 grade.auto_score = 0
         gb.db.commit()

@@ -951,7 +951,9 @@ def test_grades_csv_keeps_every_unit_of_the_gradebook_after_a_one_unit_run(tmp_p
 @pytest.mark.slow
 def test_an_ungradable_resubmission_takes_the_older_attempts_feedback_away(tmp_path):
     """An invalid resubmission scores nothing, and the older attempt's graded notebook and
-    feedback page are removed: release_feedback once handed that old page back."""
+    feedback page are removed: release_feedback once handed that old page back. Nor does
+    it keep the older attempt's late penalty, which nbgrader's own export showed beside
+    its 0 (outside attack 65)."""
     from nbgrader.api import Gradebook
 
     from autograder import fates
@@ -969,10 +971,18 @@ def test_an_ungradable_resubmission_takes_the_older_attempts_feedback_away(tmp_p
     kept.mkdir(parents=True)
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:  # the older attempt, graded
         gb.update_or_create_student("cg19bo")
-        gb.update_or_create_submission(
+        older = gb.update_or_create_submission(
             ASSIGNMENT, "cg19bo", timestamp=datetime.datetime(2026, 11, 20, 9, 0)
         )
+        for notebook in older.notebooks:
+            notebook.late_submission_penalty = 30.0
+        gb.db.commit()
     grade._zero_submission(course, ASSIGNMENT, "cg19bo", "2026-12-01 10:30:00.000000 UTC")
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        submission = gb.find_submission(ASSIGNMENT, "cg19bo")
+        assert submission.notebooks
+        assert [n.late_submission_penalty for n in submission.notebooks] == [None]
+        assert submission.score == 0 and not submission.late_submission_penalty
     assert not (course / "autograded" / "cg19bo" / ASSIGNMENT).exists()
     assert not (course / "feedback" / "cg19bo" / ASSIGNMENT).exists()
     assert kept.is_dir()  # another student's is left alone
