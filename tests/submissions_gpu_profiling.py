@@ -245,6 +245,31 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_syncs", "test_q4_copies", "test_q4_order"),
         "counted a kernel launch",
     ),
+    "copies_paired_by_time": Mistake(
+        "host_waits pairs each copy call with the next GPU-side copy in time, not by its "
+        "correlation (review 66: copies on two streams can run in another order than their calls)",
+        {
+            "q4_host_waits": _waits(
+                "gpu = sorted((e for e in events if e.get('cat') == 'gpu_memcpy'), key=lambda e: e['ts'])",
+                "calls = sorted((e for e in events if e.get('cat') == 'cuda_runtime'), key=lambda e: e['ts'])",
+                "waits = []",
+                "for e in calls:",
+                "    if e['name'] in ('cudaStreamSynchronize', 'cudaDeviceSynchronize'):",
+                "        waits.append((e['name'], e['dur']))",
+                "    elif e['name'] in ('cudaMemcpy', 'cudaMemcpyAsync'):",
+                "        copy = next((c for c in gpu if c['ts'] >= e['ts']), None)",
+                "        if copy is None:",
+                "            continue",
+                "        gpu.remove(copy)",
+                "        if (e['name'] == 'cudaMemcpy' and copy['name'].startswith('Memcpy DtoH')",
+                f"                or copy['name'] == {PAGEABLE}):",
+                "            waits.append((e['name'], e['dur']))",
+                "return waits",
+            )
+        },
+        ("test_q4_copies",),
+        "matched a runtime call to a GPU-side copy by time",
+    ),
     "unsorted": Mistake(
         "host_waits keeps the calls in the order the trace lists them",
         {"q4_host_waits": _q4(result="return [(e['name'], e['dur']) for e in keep]")},
@@ -463,6 +488,7 @@ COURSE_GRADE_SAMPLE = (
     "counts_copies_to_the_device",
     "profiles_the_warmup_step",
     "reads_the_loss",
+    "copies_paired_by_time",  # review 66: two streams' copies out of their calls' order
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
