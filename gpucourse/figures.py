@@ -530,6 +530,6 @@ def trace_fallback_html() -> str:
         "and the buttons <b>Previous event</b>, <b>Next event</b> and <b>Longest gap</b>, each "
         "reachable with Tab. A live line names the chosen event in words; a table gives each "
         "lane's busy time, its busy share of the step and its longest idle gap.</p>"
-        "<p>Predict before you look: in one step of the slow loop, which range takes the "
-        "longest, and is the CPU thread ever idle for long?</p></div>"
+        "<p>Predict, then look: in one step of the slow loop, while <code>load</code> runs, is "
+        "the CPU thread working or waiting? And is its longest gap long or short?</p></div>"
     )

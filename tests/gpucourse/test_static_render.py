@@ -273,6 +273,6 @@ def test_profiling_lesson_html_shows_the_timelines_controls_and_no_trace():
     shown = unescape(fallback)
     for control in ("Step", "Lane", "Zoom", "Previous event", "Next event", "Longest gap"):
         assert control in shown, control
-    assert "Predict before you look" in shown and "reachable with Tab" in shown
+    assert "Predict, then look" in shown and "reachable with Tab" in shown
     assert " ms" not in shown and "%" not in shown and "<svg" not in fallback
     assert html.count("<svg") == 0, "the lesson saves no figure of a trace"
