@@ -245,6 +245,23 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_syncs", "test_q4_copies", "test_q4_order"),
         "counted a kernel launch",
     ),
+    "runs_every_batch": Mistake(
+        "profile_steps runs a step for every batch it is given, not `steps` (review 66: with "
+        "repeat=1 the extra step is not recorded, so only the steps run tell)",
+        {
+            "q5_profile_steps": _profile(
+                IMPORT,
+                PLAN,
+                "with profile(schedule=plan) as prof:",
+                "    for batch in batches:",
+                "        model(batch).sum().backward()",
+                "        prof.step()",
+                COUNTS,
+            )
+        },
+        ("test_q5_warmup",),
+        "run only `steps` training steps",
+    ),
     "copies_paired_by_time": Mistake(
         "host_waits pairs each copy call with the next GPU-side copy in time, not by its "
         "correlation (review 66: copies on two streams can run in another order than their calls)",
@@ -489,6 +506,7 @@ COURSE_GRADE_SAMPLE = (
     "profiles_the_warmup_step",
     "reads_the_loss",
     "copies_paired_by_time",  # review 66: two streams' copies out of their calls' order
+    "runs_every_batch",  # review 66: a student's error text read across the bridge
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
