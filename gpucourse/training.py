@@ -12,8 +12,8 @@ extra wait per call to ``run``, not per step; the widget calls it a few times a 
 
 On the CPU the steps run on one thread, as ``torch.utils.benchmark`` times them: a
 network this small gains nothing from more, and on a busy machine extra threads wait for
-each other at every operation (measured on the 2-core development machine under load: one
-thread ran 70 times as many steps per second as two).
+each other at every operation (measured once, on the 2-core development machine while it
+ran other work: one thread ran 70 times as many steps per second as two).
 
 The whole data set lives on the training device, drawn on the CPU and copied there once: each batch is picked
 by an index tensor on the same device, so a step needs no copy from the CPU and no wait.
@@ -300,7 +300,8 @@ class ReadCost:
             )
         why = (
             "On a CPU there is no queue: each operation has finished when its Python call "
-            "returns, so .item() has nothing to wait for and only copies one number out."
+            "returns, so .item() has nothing to wait for: the measured cost is the read and its "
+            "bookkeeping (a mean worked out, one number copied out, the total reset)."
         )
         gpu = (
             "No GPU here, so nothing was measured on one. On a GPU a read makes the CPU wait "

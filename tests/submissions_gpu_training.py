@@ -527,6 +527,10 @@ FULL_MARKS: dict[str, dict[str, str]] = {
 # this right step for the optimizer's missing state on meta (outside attack 42, t4.compile).
 FULL_MARKS["compiled_loss"] = {
     **SOLUTIONS,
+    # And training_memory_mb rounded to 3 significant figures, as the precision rule allows
+    # (review 67: 8.01 for 8.008 MB had lost the hidden test's 3 points).
+    "q1_training_memory": _training_memory(ADAM_IS_4).replace("    return sum(", "    mb = sum(")
+    + "\n    return float(f'{mb:.3g}')",
     "q4_train_step": (
         "_loss = torch.compile(lambda m, x, y: F.cross_entropy(m(x), y), backend='aot_eager')\n"
         + _train_step(

@@ -142,7 +142,7 @@ def test_memory_is_counted_from_the_tensors_and_says_what_a_gpu_adds(executed):
     assert "4.00 times the weights (counted from the tensors)" in out
     assert "No GPU here, so no allocator to ask" in out and "torch.cuda.memory_allocated()" in out
     assert printed(cell_with(executed, "training_mb(1_000_000, copies)")) == (
-        "SGD: 2 copies, 8 MB (counted)\nSGD with momentum: 3 copies, 12 MB (counted)\nAdam: 4 copies, 16 MB (counted)\n"
+        "SGD: 2 copies, 8 MB (assumed: 1,000,000 made-up parameters x 4 bytes x copies)\nSGD with momentum: 3 copies, 12 MB (assumed: 1,000,000 made-up parameters x 4 bytes x copies)\nAdam: 4 copies, 16 MB (assumed: 1,000,000 made-up parameters x 4 bytes x copies)\n"
     )
     assert printed(cell_with(executed, "print(peak_memory(device))")).startswith("No GPU here")
 
@@ -383,7 +383,8 @@ def test_the_header_names_the_four_labels_and_the_device_rule_its_exception(comm
     ) in header
     text = flat(markdown(committed))
     assert (
-        "PyTorch never copies a tensor to another device for you, except a 0-dim CPU tensor, which it "
-        "treats as a number"
+        "PyTorch does not copy an operation's tensors to one device for you. The exceptions: a 0-dim "
+        "CPU tensor, which it treats as a number"
     ) in text
+    assert "and CPU index tensors in indexing" in text
     assert "moves the model's parameters and buffers **in place**" in text
