@@ -101,6 +101,13 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q1_times",),
         "the stages run side by side",
     ),
+    "busy_counts_the_copy": Mistake(
+        "the copy counted as the GPU busy, 66.7 % (review 68: the question now says it does not "
+        "count)",
+        {"q1_overlap": _q1(busy="100 * (2 + 8) / (5 + 2 + 8)")},
+        ("test_q1_busy",),
+        "the copy, which its copy engine makes, does not count here",
+    ),
     "busy_as_fraction": Mistake(
         "the GPU's busy share given as a fraction, 0.533",
         {"q1_overlap": _q1(busy="8 / (5 + 2 + 8)")},

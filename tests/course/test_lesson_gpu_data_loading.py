@@ -54,7 +54,9 @@ def test_this_machines_loader_is_measured_on_one_thread(executed):
     assert re.fullmatch(
         r"one worker loads a batch of 64 in [\d.]+ ms \(measured, one CPU thread\)", load
     )
-    assert re.fullmatch(r"this machine has \d+ CPU cores? for workers to share \(measured\)", cores)
+    assert re.fullmatch(
+        r"this machine has \d+ CPU cores? for workers to share \(read from the system\)", cores
+    )
 
 
 def test_pinning_without_a_gpu_is_refused_and_said_so(executed, committed):
