@@ -329,10 +329,23 @@ class SandboxMixin(Configurable):
 
     def _fork_failed(self, forks_before: int) -> bool:
         """Whether the child the template forked for the latest request has ended (the
-        template says ``forked <n> <pid>``, then ``exit <n> <pid> <status> <cpu>``)."""
+        template says ``forked <n> <pid>``, then ``exit <n> <pid> <status> <cpu>``), or the
+        template was stopped before it could fork: a process an earlier kernel left behind
+        (same uid) sent it SIGSTOP, and the wait for the kernel's sockets lasted its whole
+        60 s (outside attack 69)."""
         exits = self.template_said()
         forked = self.__dict__.get("_forked", [])
-        return len(forked) > forks_before and forked[-1][0] in exits
+        return (len(forked) > forks_before and forked[-1][0] in exits) or self.template_stopped()
+
+    def template_stopped(self) -> bool:
+        """Whether one of the template's own processes is stopped or traced."""
+        for p in (getattr(self, "_own_processes", None) or {}).values():
+            try:
+                if p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                    return True
+            except psutil.NoSuchProcess:
+                continue
+        return False
 
     def fork_number(self, pid: int) -> int | None:
         """The number of the template's latest fork whose child has ``pid`` in the sandbox.

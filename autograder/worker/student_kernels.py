@@ -148,6 +148,7 @@ class StudentTemplate:
             ip = await self.km.fork_kernel(connection, name)
         except Exception as exc:  # noqa: BLE001
             status = self._ended_status()
+            stopped = status is None and self.km.template_stopped()
             self.close()
             if status == CANNOT_CLEAN:
                 log.info(
@@ -159,8 +160,8 @@ class StudentTemplate:
             if status == UNSAFE_TO_FORK:
                 self.unusable = "its template had more than one thread, and forking it is not safe"
                 raise TemplateUnusable(self.unusable) from None
-            if status is not None:
-                # Ended between two kernels: by a process the kernel before left behind,
+            if status is not None or stopped:
+                # Ended (or stopped) between two kernels: by a process the kernel before left behind,
                 # which outlived the kill of that kernel's tree and killed its template
                 # just before this fork (outside attack 64). That is the kernel before's
                 # doing, never this submission's: a new template serves it, as above, and
@@ -170,7 +171,7 @@ class StudentTemplate:
                     "a student-kernel template ended before it forked (uid %s, status %s): "
                     "a new template in a new sandbox forks this one",
                     self.uid,
-                    status,
+                    "stopped" if stopped else status,
                 )
                 raise _Unclean() from None
             raise TemplateUnusable(f"the forked kernel did not start ({exc})") from None

@@ -329,6 +329,38 @@ def test_a_template_ended_between_two_kernels_is_replaced_and_the_next_kernel_is
     assert kept.starts == 2
 
 
+def test_a_template_stopped_between_two_kernels_is_replaced_at_once_and_silently(tmp_path):
+    """Outside attack 69: what an earlier kernel left behind stopped its template (SIGSTOP)
+    after the host's health check: the next kernel's start waited 60 s for sockets that never
+    came, then started without a template, and the next student's report said so."""
+    import contextlib
+    import signal
+    import time
+
+    import psutil
+
+    texts, _ = run(["print('first')"], staged(tmp_path, "f.txt", "A"))
+    assert texts == ["first\n"]
+    (kept,) = student_kernels._TEMPLATES.values()
+    km = kept.km
+    end_kernels = km.end_forked_kernels
+
+    def end_kernels_then_stop_the_template():
+        end_kernels()
+        for process in km._own_processes.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if "kernel_entry" in " ".join(process.cmdline()):
+                    process.send_signal(signal.SIGSTOP)
+
+    km.end_forked_kernels = end_kernels_then_stop_the_template
+    started = time.monotonic()
+    texts, next_km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
+    assert texts == ["next\n"]
+    assert next_km.without_template is None
+    assert kept.starts == 2
+    assert time.monotonic() - started < 30  # not the 60 s wait for sockets
+
+
 def test_no_kernel_sets_its_templates_limits_and_the_next_starts_with_the_sandboxs(tmp_path):
     """Outside attack 59: a kernel lowered its template's soft CPU limit (same uid), so that
     every later kernel forked from it was killed after 1 CPU s, and passed a note to the
