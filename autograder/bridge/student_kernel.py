@@ -24,9 +24,10 @@ from __future__ import annotations
 from ipykernel.ipkernel import IPythonKernel
 
 from autograder.bridge import cells, protocol, student_side
+from autograder.sandbox.kernel_app import OneShellThread
 
 
-class BridgeKernel(IPythonKernel):
+class BridgeKernel(OneShellThread, IPythonKernel):
     msg_types = [*IPythonKernel.msg_types, protocol.REQUEST_MSG]
 
     def __init__(self, **kwargs):

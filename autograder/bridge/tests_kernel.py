@@ -23,6 +23,7 @@ import io
 from ipykernel.ipkernel import IPythonKernel
 
 from autograder.bridge import cells, protocol, trusted_side
+from autograder.sandbox.kernel_app import OneShellThread
 
 # IPython's default tracebacks ("Context": every frame's source lines, highlighted with
 # pygments) cost a failing test cell about 17 ms of the test kernel's CPU, "Plain" (the
@@ -31,7 +32,7 @@ from autograder.bridge import cells, protocol, trusted_side
 TRACEBACK_MODE = "Plain"
 
 
-class TestsKernel(IPythonKernel):
+class TestsKernel(OneShellThread, IPythonKernel):
     __test__ = False  # not a pytest test class
 
     def __init__(self, **kwargs):

@@ -229,10 +229,10 @@ def main() -> None:
     # The instructor's pid means nothing in the sandbox's pid namespace; bwrap's
     # --die-with-parent already ends the kernel when the grader goes.
     os.environ.pop("JPY_PARENT_PID", None)
-    from ipykernel import kernelapp
+    from autograder.sandbox import kernel_app
 
     sys.argv[0] = "ipykernel_launcher"
-    kernelapp.launch_new_instance()
+    kernel_app.launch()
 
 
 if __name__ == "__main__":

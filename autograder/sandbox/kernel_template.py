@@ -93,6 +93,7 @@ from autograder.sandbox.procs import live_threads
 _BRIDGE = plaindata.__name__.rpartition(".")[0]  # the bridge's package (follows a move)
 _COMMON = (
     "ipykernel.kernelapp",
+    f"{__spec__.parent}.kernel_app",  # the kernels' application (autograder.sandbox)
     "ipykernel.ipkernel",
     # What a kernel's own start imports (its debugger, its history's sqlite3, pdb): about
     # 0.04 CPU s of every kernel's start, two kernels a submission.
@@ -631,7 +632,7 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
     fill_work_dir(os.path.join(STAGING_DIR, staging) if staging else STAGING_DIR, WORK_DIR)
     os.environ.pop("JPY_PARENT_PID", None)
     _hold_nothing_of_the_template()
-    from ipykernel import kernelapp
+    from autograder.sandbox import kernel_app
 
     # As nbclient starts every kernel: no history file (a new sqlite database per kernel).
     sys.argv = [
@@ -641,7 +642,7 @@ def _become_kernel(connection: dict, staging: str = "") -> None:
         "--HistoryManager.hist_file=:memory:",
         *KERNEL_OPTIONS[_KIND[0]],
     ]
-    kernelapp.launch_new_instance()
+    kernel_app.launch()
 
 
 def _hold_nothing_of_the_template() -> None:

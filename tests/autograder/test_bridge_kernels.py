@@ -5,24 +5,41 @@ course-grade tests."""
 
 from __future__ import annotations
 
+import json
 import queue
+import sys
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 from autograder.bridge import plaindata, protocol
+from autograder.sandbox import kernel_app
 
 TIMEOUT = 30
+# Each kernel class under ipykernel's own application (``python -m ipykernel_launcher``)
+# and under the grading kernels' (``autograder.sandbox.kernel_app``, as every sandboxed
+# kernel starts): what the bridge does must not depend on which.
+APPS = {"ipykernel": "ipykernel_launcher", "grading": kernel_app.__name__}
+KINDS = {"student": protocol.STUDENT_KERNEL_OPTION, "test": protocol.TESTS_KERNEL_OPTION}
 
 
 @pytest.fixture
-def kernel(request):
-    km, kc = start_new_kernel(
-        kernel_name="python3",
-        extra_arguments=["--HistoryManager.hist_file=:memory:", request.param],
-        startup_timeout=60,
+def kernel(request, tmp_path):
+    option, app = request.param if isinstance(request.param, tuple) else (request.param, "grading")
+    spec = tmp_path / "kernels" / "bridge"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", APPS[app], "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
+    km = KernelManager(
+        kernel_name="bridge",
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
     )
+    km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:", option])
+    kc = km.client()
+    kc.start_channels()
     try:
+        kc.wait_for_ready(timeout=60)
         yield kc
     finally:
         kc.stop_channels()
@@ -219,7 +236,10 @@ def printed(kc, code: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "kernel", [protocol.STUDENT_KERNEL_OPTION, protocol.TESTS_KERNEL_OPTION], indirect=True
+    "kernel",
+    [(option, app) for option in KINDS.values() for app in APPS],
+    indirect=True,
+    ids=[f"{kind}-{app}" for kind in KINDS for app in APPS],
 )
 def test_both_kernels_transform_a_cell_once_and_never_reuse_it_for_a_later_cell(kernel):
     """ipykernel transforms each cell twice (to ask whether it awaits, then in run_cell):
@@ -241,3 +261,49 @@ def test_both_kernels_transform_a_cell_once_and_never_reuse_it_for_a_later_cell(
     )
     assert printed(kernel, awaits) == "a\n"
     assert printed(kernel, awaits) == "b\n"
+
+
+# What a flush of sys.stdout hands the IOPub thread: with nothing written, nothing (the
+# grading application's OutStream); after a write, the send and the wait for it.
+FLUSHES = """
+import sys
+handed = []
+thread = sys.stdout.pub_thread
+thread.schedule = lambda f, _schedule=thread.schedule: handed.append(f) or _schedule(f)
+sys.stdout.flush()
+empty = len(handed)
+sys.stdout.write("x")
+sys.stdout.flush()
+written = len(handed)
+del thread.schedule
+print(empty, written > empty)
+"""
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [(option, app) for option in KINDS.values() for app in APPS],
+    indirect=True,
+    ids=[f"{kind}-{app}" for kind in KINDS for app in APPS],
+)
+def test_the_grading_application_reads_the_shell_in_the_main_thread_and_flushes_nothing_for_nothing(
+    kernel, request
+):
+    """``autograder.sandbox.kernel_app``: a grading kernel has no shell channel thread and
+    offers no subshells; ipykernel's own application keeps both. Under either, a cell with
+    a top-level await runs (ipykernel 7.4 reads the thread's ``parent_thread`` there), what
+    a cell writes comes before its reply, and an empty flush waits on the IOPub thread only
+    under ipykernel's own."""
+    grading = request.node.callspec.id.endswith("grading")
+    threads = printed(
+        kernel, "import threading\nprint(sorted(t.name for t in threading.enumerate()))"
+    )
+    assert ("'Shell channel'" in threads) is not grading, threads
+    assert "'IOPub'" in threads and "'Control'" in threads, threads
+    kernel.kernel_info()
+    info = kernel.get_shell_msg(timeout=TIMEOUT)["content"]
+    assert ("kernel subshells" in info["supported_features"]) is not grading, info
+    assert (
+        printed(kernel, "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')") == "awaited\n"
+    )
+    assert printed(kernel, FLUSHES) == ("x0 True\n" if grading else "x2 True\n")
