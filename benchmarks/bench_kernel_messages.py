@@ -70,13 +70,11 @@ def bridge_call(kc) -> None:
     )
     kc.shell_channel.send(request)
     msg_id = request["header"]["msg_id"]
-    while True:  # its idle status ends what the call sends; then its shell reply
+    while True:  # its idle status ends what the call sends (there is no shell reply)
         msg = kc.get_iopub_msg(timeout=30)
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status":
             if msg["content"]["execution_state"] == "idle":
                 break
-    while kc.get_shell_msg(timeout=30)["parent_header"].get("msg_id") != msg_id:
-        pass
 
 
 def measure(folder: Path, module: str, kind: str, n: int) -> dict[str, float]:

@@ -55,10 +55,9 @@ PREFIX = "course-grade/1 "
 # Mime type of the student kernel's reply (a display_data output of the bridge call).
 REPLY_MIME = "application/x-course-grade-reply"
 # How the grader hands a request to the student's kernel: a shell message of its own,
-# {"prompt": <the request's text>}, answered by ``student_kernel.BridgeKernel`` (the
-# display above, then a shell message {"status": "ok" | "error"}), never an execute.
+# {"prompt": <the request's text>}, answered by ``student_kernel.BridgeKernel`` with the
+# display above, then its idle status (no busy status, no shell reply), never an execute.
 REQUEST_MSG = "course_grade_request"
-REPLY_MSG = "course_grade_reply"
 # The test kernel reads the answers in the same execute request as the test cell that
 # needs them: the request's metadata says {BIND_KEY: {"names": [...], "functions": [...]}}
 # (``tests_kernel.TestsKernel``), and a reply with BIND_FAILED true says that reading them

@@ -11,6 +11,11 @@ as a silent cell of its own. If binding raises, the cell does not run, and the r
 error with ``protocol.BIND_FAILED`` true: the grader withholds the points and says why (a
 key no cell's error has; only the grader's own request and this kernel's code decide it).
 
+The grader reads a test cell's outputs, its idle status and its reply, nothing else
+(``trusted_kernel.Session.execute``): this kernel sends no busy status and no
+``execute_input`` (the cell's own code, echoed), about 0.3 ms of CPU each on either side,
+40 of them a submission.
+
 This process is trusted: it runs the instructor's cells and the grader's code, never a line
 of the student's, and sees the student's answers only as plain data (``trusted_side``).
 """
@@ -66,6 +71,13 @@ class TestsKernel(OneShellThread, IPythonKernel):
                 cell_meta=cell_meta,
                 cell_id=cell_id,
             )
+
+    def _publish_status(self, status, channel, parent=None) -> None:
+        if status != "busy":
+            super()._publish_status(status, channel, parent)
+
+    def _publish_execute_input(self, code, parent, execution_count) -> None:
+        pass
 
     def _bind(self, wanted, allow_stdin) -> dict | None:
         """Read the answers the request asks for (None: none asked); the error reply if
