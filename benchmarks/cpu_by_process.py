@@ -80,10 +80,17 @@ def classify(rows: list[dict], run_seconds: float) -> dict[str, list[dict]]:
         and not r["comm"].startswith("bwrap")
         and r["ppid"] != 2  # the kernel's own threads (kthreadd's)
     }
+    fork_servers = {by_pid[pid]["ppid"] for pid in workers}
+    forkers = {r["ppid"] for r in rows if r["forked"]}
     servers = {  # each worker's relay server: exec'd by the worker, forks every relay
         r["pid"]
         for r in rows
-        if r["uid"] == 0 and r["ppid"] in workers and not r["forked"] and r["comm"] != "bwrap"
+        if r["uid"] == 0
+        and not r["forked"]
+        and r["comm"] not in ("bwrap", "course-grade")
+        # (a server that ended after its worker is recorded as init's child)
+        and (r["ppid"] in workers or (r["ppid"] == 1 and r["pid"] in forkers))
+        and r["pid"] not in fork_servers
     }
     for r in rows:
         if r["comm"] == "accton" or r["ppid"] == 2:
