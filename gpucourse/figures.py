@@ -380,8 +380,8 @@ def pipeline_fallback_html(pipelines, best) -> str:
         '<div class="pipeline-fallback">'
         "<p><b>The pipeline timeline</b> runs in a running notebook (run this one, or open it in "
         "Colab or Binder). It draws 8 batches through three lanes, <i>load</i> on the CPU, "
-        "<i>copy</i> over the link and <i>compute</i> on the GPU, with made-up speeds of a real "
-        "shape or the speeds of your machine. Controls: <i>Loader workers</i> (0: the main "
+        "<i>copy</i> over the link and <i>compute</i> on the GPU, with made-up speeds or the "
+        "speeds of your machine. Controls: <i>Loader workers</i> (0: the main "
         "process loads each batch, and the stages run one after another), <i>Pinned "
         "memory</i>, <i>Copy on a side stream</i>, <i>Copied as</i> (uint8 or float32) and "
         "<b>Run</b>.</p>"

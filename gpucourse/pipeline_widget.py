@@ -189,6 +189,10 @@ class PipelineWidget(LessonWidget):
             ("0 workers, pageable, float32 (the defaults)", Settings()),
             ("2 workers, pageable, float32", Settings(workers=2)),
             (
+                "4 workers, pinned, side stream, float32",
+                Settings(workers=4, pinned=True, side_stream=True),
+            ),
+            (
                 "2 workers, pinned, side stream, uint8",
                 Settings(workers=2, pinned=True, side_stream=True, dtype="uint8"),
             ),

@@ -262,6 +262,8 @@ def test_data_loading_lesson_html_shows_the_timelines_controls_and_folds_its_ans
     )
     rows = _rows(folded)
     assert ("0 workers, pageable, float32 (the defaults)", "46.3 ms", "load", "17%") in rows
+    # Both routes to a busy GPU that the lesson's answer gives: float32 needs a fourth worker.
+    assert ("4 workers, pinned, side stream, float32", "8 ms", "compute", "100%") in rows
     assert ("3 workers, pinned, side stream, uint8", "8 ms", "compute", "100%") in rows
 
 
