@@ -561,11 +561,14 @@ class StudentBridge:
         try:
             await ex.km.interrupt_kernel()
             # Stopped when the kernel answers a request sent after the interrupt: its main
-            # thread takes it only once the call is over. Its id is new and random, so no
-            # reply sent ahead of time stands for it: a function that ignored the interrupt
-            # had sent its own call's reply first (ids are predictable), and went on
-            # (attack 35). A kernel that hooks its own receiving thread can still answer
-            # anything; it then costs only its own time, which its wall-time limit bounds.
+            # thread, which reads the shell socket (``kernel_app``), takes it only once the
+            # call is over. Its id is new and random, so no reply sent ahead of time stands
+            # for it: a function that ignored the interrupt had sent its own call's reply
+            # first (ids are predictable), and went on (attack 35). A kernel that changes how
+            # it handles a call (its own handler, which hands the work to a thread of its own
+            # and returns) can still answer anything; it then costs only its own time, which
+            # its wall-time limit bounds (attack 70 did so: its threads ran on, the call was
+            # timed out, and the next submission was graded as before).
             proof = ex.kc.session.msg("kernel_info_request", {})
             proof["header"]["msg_id"] = proof["msg_id"] = secrets.token_hex(16)
             ex.kc.shell_channel.send(proof)
