@@ -77,6 +77,7 @@ c.Sandbox.shm_mb = 256  # the kernel's /dev/shm
 c.Sandbox.max_processes = 256  # processes + threads (RLIMIT_NPROC): stops fork bombs
 c.Sandbox.max_output_mb = 2  # output kept per notebook, on every path; the rest is dropped
 c.Sandbox.max_message_mb = 64  # largest message a kernel may send the grader
+c.Sandbox.max_sent_mb = 1024  # all a student's kernel may send the grader, whatever it is
 c.Sandbox.max_file_mb = 200  # largest file a kernel may write
 # Units whose kernels import something costly every time: their kernels' templates import
 # it once per worker instead. An optimizer, a profile or a DataLoader first imports

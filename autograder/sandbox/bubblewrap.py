@@ -177,6 +177,13 @@ class Sandbox(Configurable):
         help="Largest single message (MB) the grader accepts from a kernel; a bigger "
         "one cuts that kernel off.",
     ).tag(config=True)
+    max_sent_mb = Integer(
+        1024,
+        help="What a student's kernel may send the grader in all (MB): outputs, the "
+        "bridge's answers and any other messages, kept or not. Past it the kernel is cut "
+        "off, as for a message over max_message_mb: the grader parses every message it "
+        "receives, and one addressed to no request is counted by no other bound.",
+    ).tag(config=True)
     max_replies_mb = Integer(
         256,
         help="What all of one submission's answers to the tests (the bridge's replies) "

@@ -437,8 +437,10 @@ class SandboxMixin(Configurable):
         """Where ``relayed``: start the kernel's relay, which imports zmq meanwhile."""
         if self.relayed and self._relay is None:
             folder = self._runtime_dir / f"relay-{secrets.token_hex(4)}"
-            max_bytes = self._sandbox().max_message_mb * 1_000_000
-            self._relay = Relay(folder, max_bytes)
+            sandbox = self._sandbox()
+            self._relay = Relay(
+                folder, sandbox.max_message_mb * 1_000_000, sandbox.max_sent_mb * 1_000_000
+            )
 
     def relay_from(self, kernel_ip: str) -> str:
         """Where the grader's client connects to the kernel whose sockets are at

@@ -17,6 +17,11 @@ kernel directly:
 - a message from the kernel larger than ``max_bytes`` in all, or of more than
   ``MAX_FRAMES`` frames, ends the relay with the line ``flood <bytes>`` and exit status
   ``FLOODED``; nothing of it reaches the grader;
+- so does a message that takes what the kernel has sent in all past ``max_total`` bytes
+  (the line ``flood-total <bytes>``): the grader parses every message it receives, whatever
+  its parent, and a kernel that sent messages addressed to no request (which no output or
+  reply bound counts) for as long as its cells may run kept a core of the grader's busy
+  parsing them (outside attack 70: 30 MB displays for 25 s);
 - the relay's own memory is capped (``RLIMIT_DATA``): a message too large to hold, or a
   queue of them, makes zmq's allocation fail; zmq then drops that connection (which it
   never makes again), and the relay ends with the line ``cut <channel>`` and status
@@ -164,13 +169,14 @@ def _fork_relay(request_end: int, lines_end: int, memory: int) -> tuple[int, int
 class Relay:
     """The grader's handle on one kernel's relay."""
 
-    def __init__(self, folder: Path, max_bytes: int):
+    def __init__(self, folder: Path, max_bytes: int, max_total: int):
         """Fork the relay from the worker's relay server: it is ready for ``connect`` at
         once. It has its memory limit and its death with the server before it reads
         anything (``_confine``)."""
         folder.mkdir(mode=0o700)
         self.ip = str(folder / "ipc")
         self.max_bytes = max_bytes
+        self.max_total = max_total
         request_read, request_write = os.pipe()
         lines_read, lines_write = os.pipe()
         try:
@@ -193,6 +199,7 @@ class Relay:
             "relay_ip": self.ip,
             "ports": ports,
             "max_bytes": self.max_bytes,
+            "max_total": self.max_total,
         }
         self.stdin.write((json.dumps(request) + "\n").encode())
         self.stdin.close()
@@ -228,6 +235,11 @@ class Relay:
                 self._why = (
                     f"it sent a message of {int(parts[1]) / 1e6:.0f} MB (or of more "
                     f"than {MAX_FRAMES} frames); the grader takes {limit} at most"
+                )
+            elif len(parts) == 2 and parts[0] == b"flood-total" and parts[1].isdigit():
+                self._why = (
+                    f"it sent more than {self.max_total / 1e6:g} MB in all (outputs, "
+                    "answers and any other messages), the most the grader reads from a kernel"
                 )
             else:
                 channel = (
@@ -293,8 +305,9 @@ def _end(line: str, status: int) -> None:
     os._exit(status)
 
 
-def _forward(zmq, pairs, max_bytes: int) -> None:
+def _forward(zmq, pairs, max_bytes: int, max_total: int) -> None:
     pending: dict = {}  # socket -> frames it has yet to take
+    sent = 0  # bytes the kernel has sent in all
     kernel_side = {back for back, *_ in pairs}
     monitors = {monitor: channel for _, _, monitor, channel in pairs}
     route = {}
@@ -314,6 +327,9 @@ def _forward(zmq, pairs, max_bytes: int) -> None:
                 size = sum(len(f) for f in frames)
                 if size > max_bytes or len(frames) > MAX_FRAMES:
                     _end(f"flood {size}", FLOODED)
+                sent += size
+                if sent > max_total:
+                    _end(f"flood-total {sent}", FLOODED)
             pending[route[source]] = frames
             poller.unregister(source)
         for target, frames in list(pending.items()):
@@ -348,7 +364,7 @@ def _relay(zmq) -> None:
     pairs = _sockets(zmq, context, request)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    _forward(zmq, pairs, request["max_bytes"])
+    _forward(zmq, pairs, request["max_bytes"], request["max_total"])
 
 
 def _child(zmq, requests: socket.socket, fds: list[int], limit: int, server: int) -> None:

@@ -36,7 +36,7 @@ import time; time.sleep(20)
 """
 
 
-def _relayed(code: str, timeout: float = 10, **execute):
+def _relayed(code: str, timeout: float = 10, sandbox: dict | None = None, **execute):
     """Run ``code`` in a relayed student kernel; (reply or exception, events, the grader's
     peak growth in resident memory in MB, the relay's pid and whether it ran until the
     kernel's shutdown)."""
@@ -47,6 +47,8 @@ def _relayed(code: str, timeout: float = 10, **execute):
         root = Path(tempfile.mkdtemp(prefix="cg-", dir="/tmp"))
         root.chmod(0o755)
         config.SandboxMixin.runtime_root = str(root)
+        for name, value in (sandbox or {}).items():
+            setattr(config.Sandbox, name, value)
         km = SandboxedKernelManager(config=config)
         assert km.relayed  # the student's kernel is read through a relay by default
         await km.start_kernel()
@@ -110,6 +112,32 @@ def test_a_message_over_the_cap_in_small_frames_is_not_forwarded():
     assert floods and "a message of 80 MB" in floods[0].reason, events
 
 
+# Messages addressed to no request: counted by no output or reply bound, parsed all the same.
+TO_NO_REQUEST = """
+k = get_ipython().kernel
+b = b"x" * 5_000_000
+for _ in range(40):
+    k.session.send(k.iopub_socket, "display_data", {"data": {}, "metadata": {}},
+                   parent={"header": {"msg_id": "no-such-request"}}, buffers=[b])
+import time; time.sleep(20)
+"""
+
+
+def test_what_a_kernel_sends_in_all_is_bounded_whatever_it_is_addressed_to():
+    """Each message well under Sandbox.max_message_mb, addressed to no request: past
+    Sandbox.max_sent_mb in all the relay cuts the kernel off (outside attack 70 kept the
+    grader parsing 30 MB displays for 25 s)."""
+    reply, events, growth_mb, relay = _relayed(TO_NO_REQUEST, sandbox={"max_sent_mb": 50})
+    assert isinstance(reply, TimeoutError)
+    floods = [e for e in events if e.kind is Kind.FLOOD]
+    assert floods and "more than 50 MB in all" in floods[0].reason, events
+    assert relay[1] is False
+    # Under the bound, the same messages reach the grader and the cell goes on.
+    fewer = TO_NO_REQUEST.replace("range(40)", "range(4)").replace("time.sleep(20)", "")
+    reply, events, _, relay = _relayed(fewer, sandbox={"max_sent_mb": 50})
+    assert reply["content"]["status"] == "ok" and not events and relay[1] is True
+
+
 def test_a_relayed_kernel_answers_input_and_interrupts():
     """Through the relay: output, a large message under the cap, input on stdin (routed to
     the identity of the shell request) and an interrupt on the control channel."""
@@ -163,7 +191,7 @@ def test_a_relay_holds_its_memory_limit_and_dies_with_the_grader_that_started_it
 import time
 from pathlib import Path
 from autograder.sandbox.relay import Relay
-relay = Relay(Path({str(tmp_path / "r")!r}), 8_000_000)
+relay = Relay(Path({str(tmp_path / "r")!r}), 8_000_000, 64_000_000)
 open({str(pidfile)!r}, "w").write(str(relay.pid))
 time.sleep(120)
 """,
@@ -202,7 +230,7 @@ def test_a_relay_server_that_was_killed_is_replaced_and_takes_its_relays_with_it
 
     from autograder.sandbox.relay import Relay
 
-    first = Relay(tmp_path / "a", 8_000_000)
+    first = Relay(tmp_path / "a", 8_000_000, 64_000_000)
     server = psutil.Process(psutil.Process(first.pid).ppid())
     assert "--serve" in server.cmdline() and server.ppid() == os.getpid()
     server.send_signal(signal.SIGKILL)
@@ -211,7 +239,7 @@ def test_a_relay_server_that_was_killed_is_replaced_and_takes_its_relays_with_it
         assert time.monotonic() < deadline, "a relay outlived its server"
         time.sleep(0.02)
     assert first.ended() is not None  # its kernel would be cut off, and say so
-    second = Relay(tmp_path / "b", 8_000_000)
+    second = Relay(tmp_path / "b", 8_000_000, 64_000_000)
     try:
         assert psutil.Process(second.pid).ppid() not in (server.pid, os.getpid())
         assert second.running()
