@@ -220,10 +220,11 @@ def grade_assignment(
         for s in inbox.submitted_students(course_root, assignment)
         if students is None or s in students
     ]
+    gradable = [s for s in submitted if inbox.valid_student_id(s)]
     with contextlib.ExitStack() as stack:
-        if executor is None and submitted:
+        if executor is None and gradable:
             executor, workers = stack.enter_context(
-                local_pool(min(jobs or os.cpu_count() or 1, len(submitted)), files_of_course)
+                local_pool(min(jobs or os.cpu_count() or 1, len(gradable)), files_of_course)
             )
         else:
             workers = _workers(executor) if executor is not None else 1
@@ -296,7 +297,20 @@ def _grade_class(
     pending = ledger.to_regrade()  # what an interrupted forced run had still to grade
     for student in submitted:
         if not inbox.valid_student_id(student):
-            continue  # imports never make such a folder; it is not a student's
+            # Never graded (paths and exports take plain ids only), never silent: its
+            # student, who may be on the roster, gets no score and the reason, never the
+            # 0 of "not submitted" (outside review 71: a full-marks submission of
+            # "ada@uni.edu" went to the LMS as 0).
+            if students is None:
+                outcome = fates.Outcome(
+                    student, fates.NEEDS_REVIEW, details=[inbox.NOT_A_PLAIN_ID]
+                ).as_dict()
+                try:
+                    ledger.put(outcome)  # what every export reads: no grade, not a 0
+                except OSError as exc:  # a name too long for its ledger file's
+                    log.error("%s: not recorded: %s", printable(student)[:80], exc)
+                outcomes[student] = {**outcome, "this_run": "rejected"}
+            continue
         files, refused = inbox.read_submission(
             course_root / "submitted" / student / assignment, config
         )

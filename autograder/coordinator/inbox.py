@@ -42,6 +42,17 @@ def valid_student_id(name: str) -> bool:
     return bool(STUDENT_ID.fullmatch(name)) and ".." not in name
 
 
+# Why a folder of submitted/ whose name is no plain identifier is not graded (plain
+# nbgrader's collect, or an instructor, can make one: an e-mail address or an accented
+# name as a JupyterHub user's id). Its student gets no score, never "not submitted".
+NOT_A_PLAIN_ID = (
+    "not graded: course-grade grades a folder of submitted/ only when its name is a plain "
+    "student id (ASCII letters, digits, '.', '_' and '-', at most 64, not starting with "
+    "either of the last three); rename the folder and the student in the gradebook, or "
+    "grade this submission with nbgrader autograde"
+)
+
+
 def expected_notebooks(course_root: Path, assignment: str) -> list[str]:
     return sorted(p.name for p in (course_root / "source" / assignment).glob("*.ipynb"))
 

@@ -360,6 +360,54 @@ def test_a_submission_without_a_grade_is_blank_in_every_export_and_the_report_sa
     assert said["dave"]["fate"] == "no notebook"
 
 
+def test_a_folder_not_named_by_a_plain_id_is_no_grade_in_every_export_never_a_0(tmp_path):
+    """Plain nbgrader's collect, or an instructor, can make submitted/<id> for an id
+    course-grade does not grade (an e-mail address, an accented name: a JupyterHub user's).
+    Such a folder was skipped without a word, and its student on the roster went to the LMS
+    as "not submitted", 0 (outside review 71). Now it is "needs review" with the reason, and
+    no export gives it a score, on the roster or not; no grading process starts for it."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator import grade, inbox
+    from autograder.coordinator.report import (
+        export_canvas,
+        export_grades,
+        from_gradebook,
+        write_report,
+    )
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.add_student("ada@uni.edu")  # on the roster
+    for student in ("ada@uni.edu", "José"):  # José is not
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
+    outcomes = grade.grade_assignment(course, ASSIGNMENT, executor=None)
+    said = {o["student_id"]: o for o in outcomes}
+    for student in ("ada@uni.edu", "José"):
+        assert said[student]["fate"] == "needs review", said[student]
+        assert said[student]["details"] == [inbox.NOT_A_PLAIN_ID]
+        assert said[student]["score"] is None
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    export_canvas(course, [ASSIGNMENT], course / "grades-canvas.csv")
+    write_report(from_gradebook(course, ASSIGNMENT, outcomes), course / "reports")
+    with open(course / "grades.csv", newline="", encoding="utf-8") as f:
+        grades = {r["student_id"]: r for r in csv.DictReader(f)}
+    with open(course / "grades-canvas.csv", newline="", encoding="utf-8") as f:
+        canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
+    with open(course / "reports" / "report.csv", newline="", encoding="utf-8") as f:
+        reported = {r["student_id"]: r for r in csv.DictReader(f)}
+    for student in ("ada@uni.edu", "José"):
+        assert grades[student]["score"] == "", grades[student]
+        assert canvas.get(student, "") == "", canvas
+        assert (reported[student]["fate"], reported[student]["score"]) == ("needs review", "")
+    # A later run says the same (no grade kept from an earlier one, none made up).
+    again = {o["student_id"]: o for o in grade.recorded_outcomes(course, ASSIGNMENT)}
+    assert again["ada@uni.edu"]["fate"] == "needs review"
+
+
 # -- the life cycle -----------------------------------------------------------------------
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None,
