@@ -56,6 +56,15 @@ def exchange_config(course_root: Path) -> Config:
     return config
 
 
+def exchange_timezone(config: Config) -> str:
+    """The zone nbgrader's exchange writes its dates in (``c.ExchangeSubmit.timezone``, else
+    ``c.Exchange.timezone``; nbgrader's default is UTC)."""
+    for section in ("ExchangeSubmit", "Exchange"):
+        if section in config and "timezone" in config[section]:
+            return str(config[section]["timezone"])
+    return "UTC"
+
+
 def gradebook_url(config: Config, course_root: Path) -> str:
     url = (
         config.CourseDirectory.get("db_url")

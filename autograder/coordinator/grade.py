@@ -32,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from autograder import fates, stalls
-from autograder.config import grading_config
+from autograder.config import exchange_config, exchange_timezone, grading_config
 from autograder.coordinator import fork_server, inbox
 from autograder.coordinator.ledger import Ledger
 from autograder.job import CourseFiles, Job, Result
@@ -288,6 +288,7 @@ def _grade_class(
     """``students``: the only students whose gradebook rows this run may touch (--student);
     None: the whole class."""
     config = grading_config(course_root)
+    zone = exchange_timezone(exchange_config(course_root))
     ledger = Ledger(course_root, assignment)
     notebooks = inbox.expected_notebooks(course_root, assignment)
     cells = inbox.source_cells(course_root, assignment)
@@ -314,6 +315,11 @@ def _grade_class(
         files, refused = inbox.read_submission(
             course_root / "submitted" / student / assignment, config
         )
+        if "timestamp.txt" in files:  # nbgrader's date in the course's zone, if it is one
+            text = files["timestamp.txt"].decode("utf-8", errors="replace")
+            stamp = inbox.utc_stamp(text, zone)
+            if stamp != text:
+                files["timestamp.txt"] = stamp.encode()
         digest = inbox.digest(files, refused)
         done = ledger.get(student)
         again = force or student in pending or _retried(done or {})

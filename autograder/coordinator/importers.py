@@ -38,12 +38,18 @@ from traitlets.config import Configurable
 
 from autograder.config import (
     exchange_config,
+    exchange_timezone,
     file_limits,
     gradebook_url,
     load_course_config,
     max_files,
 )
-from autograder.coordinator.inbox import TIMESTAMP, expected_notebooks, valid_student_id
+from autograder.coordinator.inbox import (
+    TIMESTAMP,
+    expected_notebooks,
+    utc_stamp,
+    valid_student_id,
+)
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.job import NBGRADER_FILES
 from autograder.sandbox import safefiles
@@ -263,7 +269,7 @@ class SafeExchangeCollect(ExchangeCollect):
             who = owner if owner is not None and valid_student_id(owner) else ""
             self.problems.append((who, NOTE, f"exchange entry {shown}: {why}"))
             return None
-        claimed = _stamp_date(stamp)
+        claimed = _stamp_date(utc_stamp(stamp, exchange_timezone(self.config)))
         if not entry.is_dir(follow_symlinks=False):
             why = "not a folder"
         elif claimed is None:
@@ -354,7 +360,8 @@ class SafeExchangeCollect(ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         student = Path(dest).parent.name
-        stamp = Path(src).name.rsplit("+", 3)[2]
+        # nbgrader's date, in UTC where the exchange wrote it in the course's named zone
+        stamp = utc_stamp(Path(src).name.rsplit("+", 3)[2], exchange_timezone(self.config))
         kept = newer_kept(Path(dest), stamp, "exchange")
         if kept:  # (``log`` here is nbgrader's argument)
             logging.getLogger(__name__).warning("%s: %s", student, kept)

@@ -353,6 +353,51 @@ def ordinary_cells(
     return files, notes
 
 
+# A date as nbgrader's exchange writes it in a course with ``c.Exchange.timezone`` set to a
+# named zone ("%Y-%m-%d %H:%M:%S.%f %Z": "... 07:55:05.865602 EST", or EDT in summer).
+ZONE_NAMED = re.compile(
+    r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) ([A-Za-z]{2,6}|[+-]\d{2}(?:\d{2})?)$"
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _zone(name: str):
+    """The named zone of the course's config, or None (never a lookup of a path)."""
+    import zoneinfo
+
+    if name in ("UTC", "") or name not in zoneinfo.available_timezones():
+        return None
+    return zoneinfo.ZoneInfo(name)
+
+
+def utc_stamp(text: str, zone_name: str) -> str:
+    """``text`` in UTC when it is a date written in the course's named zone, as nbgrader
+    writes it with ``c.Exchange.timezone`` ("... EST", "... EDT"); else ``text`` as it is
+    (``timestamp_problem`` then judges it).
+
+    The abbreviation is read only as the course's zone names that moment: EDT is New York's
+    summer time in a course set to America/New_York, and nothing in any other. nbgrader's
+    own parser looks the last word up as a zone file: EST is found, EDT, CEST and BST are
+    not, and read as UTC (hours off); refused here, such a date made the submission
+    "needs review" and lost its grade (outside review 71)."""
+    found = ZONE_NAMED.fullmatch(text.strip())
+    zone = _zone(zone_name) if found else None
+    if zone is None:
+        return text
+    from datetime import datetime, timezone
+
+    shape = "%Y-%m-%d %H:%M:%S.%f" if "." in found[1] else "%Y-%m-%d %H:%M:%S"
+    try:
+        naive = datetime.strptime(found[1], shape)
+    except ValueError:
+        return text
+    for fold in (0, 1):  # an hour that comes twice (autumn) has two abbreviations
+        local = naive.replace(tzinfo=zone, fold=fold)
+        if local.tzname() == found[2]:
+            return local.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    return text
+
+
 def timestamp_problem(files: dict[str, bytes]) -> str | None:
     """A timestamp.txt must read as a date and nothing else: nbgrader passes its last word
     to a time-zone lookup, which would open any path named there."""

@@ -553,6 +553,37 @@ def test_a_timestamp_must_be_a_date_and_nothing_else(stamp, ok):
     assert (problem is None) == ok
 
 
+@pytest.mark.parametrize(
+    "stamp, zone, utc",
+    [
+        # nbgrader's exchange, c.Exchange.timezone = "America/New_York": EST, and EDT in summer
+        ("2026-12-07 07:55:05.865602 EST", "America/New_York", "2026-12-07 12:55:05.865602 UTC"),
+        ("2026-07-07 07:55:05.865602 EDT", "America/New_York", "2026-07-07 11:55:05.865602 UTC"),
+        ("2026-07-07 07:55:05 CEST", "Europe/Berlin", "2026-07-07 05:55:05.000000 UTC"),
+        # the hour that comes twice: its abbreviation says which
+        ("2026-11-01 01:30:00 EDT", "America/New_York", "2026-11-01 05:30:00.000000 UTC"),
+        ("2026-11-01 01:30:00 EST", "America/New_York", "2026-11-01 06:30:00.000000 UTC"),
+        # not the course zone's name for that moment, or no named zone: left to the checks
+        ("2026-07-07 07:55:05 EST", "America/New_York", None),
+        ("2026-07-07 07:55:05 PST", "America/New_York", None),
+        ("2026-07-07 07:55:05 EDT", "UTC", None),
+        ("2026-07-07 07:55:05 EDT", "../../../etc/shadow", None),
+        ("2026-07-07 07:55:05 UTC", "America/New_York", None),
+        ("2026-02-30 07:55:05 EST", "America/New_York", None),
+    ],
+)
+def test_a_date_in_the_courses_named_zone_is_read_in_utc(stamp, zone, utc):
+    """nbgrader writes its exchange's dates in c.Exchange.timezone ("... EDT"), which its
+    own parser reads as UTC where no zone file has the abbreviation's name (EDT, CEST):
+    hours off. The grader read none of them, and the submission lost its grade (outside
+    review 71). Now the course's zone says what the abbreviation means at that moment."""
+    said = inbox.utc_stamp(stamp, zone)
+    assert said == (utc or stamp)
+    assert (inbox.timestamp_problem({"timestamp.txt": said.encode()}) is None) == (
+        utc is not None or stamp.endswith("UTC")
+    )
+
+
 def test_an_honest_notebook_passes_the_inbox(course):
     files = {"gpu_tensors.ipynb": NB}
     cells = inbox.source_cells(course, "gpu_tensors")
@@ -617,6 +648,23 @@ def test_the_exchange_takes_only_plain_dated_folders_of_their_owner(course, tmp_
     # The timestamp is the folder's own date, never the student's timestamp.txt.
     taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
     assert taken == stamp
+
+
+def test_an_exchange_in_a_named_zone_is_collected_with_its_date_in_utc(course, tmp_path):
+    """A course whose exchange writes dates in New York time (c.Exchange.timezone): an
+    attempt dated in summer time is collected, its timestamp.txt the same moment in UTC."""
+    inbound = _exchange_inbound(course, tmp_path)
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + '\nc.Exchange.timezone = "America/New_York"\n'
+    )
+    me = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    entry = inbound / f"{me}+gpu_tensors+2024-07-01 10:00:00.000000 EDT+a"
+    entry.mkdir()
+    (entry / "gpu_tensors.ipynb").write_bytes(NB)
+    problems = importers.import_exchange(course, "gpu_tensors")
+    assert not [p for p in problems if p[1] != "note"], problems
+    taken = (course / "submitted" / me / "gpu_tensors" / "timestamp.txt").read_text()
+    assert taken == "2024-07-01 14:00:00.000000 UTC"
 
 
 def test_without_the_owner_check_a_bad_entry_is_its_students_problem_and_passes_the_case_check(

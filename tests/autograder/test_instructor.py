@@ -408,6 +408,48 @@ def test_a_folder_not_named_by_a_plain_id_is_no_grade_in_every_export_never_a_0(
     assert again["ada@uni.edu"]["fate"] == "needs review"
 
 
+def test_a_date_in_the_exchanges_named_zone_is_graded_at_its_true_moment(tmp_path):
+    """With c.Exchange.timezone = "America/New_York", nbgrader dates a submission "10:00
+    EDT": 14:00 UTC. The grader refused the date ("needs review", no grade), and plain
+    nbgrader reads EDT as UTC (on time before a 12:00 UTC due date). Graded here at 14:00
+    UTC: late, and with the "zero" penalty 0, in every export (outside review 71)."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator import grade
+    from autograder.coordinator.report import export_canvas, export_grades
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text()
+        + '\nc.Exchange.timezone = "America/New_York"\n'
+        + 'c.LateSubmissionPlugin.penalty_method = "zero"\n'
+    )
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime.datetime(2024, 7, 1, 12))
+    for student, stamp in (
+        ("ada", "2024-07-01 10:00:00.000000 EDT"),
+        ("bo", "2024-07-01 07:00:00 EDT"),
+    ):
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
+        (folder / "timestamp.txt").write_text(stamp)
+    said = {o["student_id"]: o for o in grade.grade_assignment(course, ASSIGNMENT, jobs=1)}
+    assert said["ada"]["fate"] == said["bo"]["fate"] == "graded", said
+    export_grades(course, [ASSIGNMENT], course / "grades.csv")
+    export_canvas(course, [ASSIGNMENT], course / "grades-canvas.csv")
+    with open(course / "grades.csv", newline="") as f:
+        grades = {r["student_id"]: r for r in csv.DictReader(f)}
+    with open(course / "grades-canvas.csv", newline="") as f:
+        canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
+    assert float(grades["ada"]["score"]) == 0, grades["ada"]
+    assert float(grades["ada"]["late_submission_penalty"]) == TOTAL
+    assert grades["ada"]["timestamp"].startswith("2024-07-01 14:00:00")
+    assert float(grades["bo"]["score"]) == TOTAL  # 07:00 EDT: 11:00 UTC, on time
+    assert canvas["ada"] == "0" and float(canvas["bo"]) == TOTAL
+
+
 # -- the life cycle -----------------------------------------------------------------------
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None,
