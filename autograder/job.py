@@ -33,6 +33,9 @@ class CourseFiles:
     source: dict[str, bytes]  # source/<assignment>/, relative path -> bytes
     duedate: str | None = None  # the assignment's due date in the gradebook, ISO
     schema: str | None = None  # the gradebook's alembic version (see worker._prepared)
+    # The course's own modules that its config names (a late-penalty plugin beside
+    # nbgrader_config.py, which nbgrader imports from the course folder): path -> bytes
+    modules: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -40,8 +43,10 @@ class CourseFiles:
         h = hashlib.sha256()
         for part in (self.assignment, self.config, self.duedate or "", self.schema or ""):
             h.update(part.encode() + b"\0")
-        for name in sorted(self.source):
-            h.update(name.encode() + b"\0" + hashlib.sha256(self.source[name]).digest())
+        for files in (self.source, self.modules):
+            for name in sorted(files):
+                h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+            h.update(b"\1")
         return h.hexdigest()[:16]
 
 

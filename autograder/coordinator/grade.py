@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from autograder import fates, stalls
+from autograder import course_modules, fates, stalls
 from autograder.config import exchange_config, exchange_timezone, grading_config
 from autograder.coordinator import fork_server, inbox
 from autograder.coordinator.ledger import Ledger
@@ -94,6 +94,7 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
             raise InstructorError(str(exc)) from None
     if not inbox.expected_notebooks(course_root, assignment):
         raise InstructorError(no_such_unit(course_root, assignment))
+    _check_late_plugin(course_root, config)
     from nbgrader.api import Gradebook, MissingEntry
 
     url = config.CourseDirectory.db_url
@@ -107,6 +108,28 @@ def check_ready(course_root: Path, assignment: str, sandbox: bool) -> None:
             gb.find_assignment(assignment)
         except MissingEntry:
             raise NotInGradebook(course_root, [assignment]) from None
+
+
+def _check_late_plugin(course_root: Path, config) -> None:
+    """The course's late-penalty plugin imports as nbgrader imports it (the course folder
+    first on sys.path), before anything is graded: else every submission's fate was
+    ``error``, one by one."""
+    from traitlets.utils.importstring import import_item
+
+    plugin = (
+        config.AssignLatePenalties.get("plugin_class") if "AssignLatePenalties" in config else None
+    )
+    if not isinstance(plugin, str):
+        return
+    course_modules.importable(course_root)
+    try:
+        import_item(plugin)
+    except Exception as exc:  # noqa: BLE001 - the instructor's module: said, nothing graded
+        raise InstructorError(
+            f"c.AssignLatePenalties.plugin_class = {plugin!r} cannot be imported "
+            f"({type(exc).__name__}: {printable(str(exc))[:200]}): keep its module beside "
+            "nbgrader_config.py, as nbgrader finds it, or install it"
+        ) from None
 
 
 def course_units(course_root: Path) -> list[str]:
@@ -188,6 +211,7 @@ def course_files(course_root: Path, assignment: str) -> CourseFiles:
         source,
         duedate.isoformat() if duedate else None,
         schema,
+        course_modules.named(course_root, config),
     )
 
 

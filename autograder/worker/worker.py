@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import fates, logs, stalls
+from autograder import course_modules, fates, logs, stalls
 from autograder.config import file_limits, grading_config, load_course_config
 from autograder.job import NBGRADER_FILES, CourseFiles, Job, Result
 from autograder.sandbox import safefiles
@@ -261,6 +261,10 @@ def _prepare(course_files: CourseFiles) -> Path:
     atexit.register(shutil.rmtree, folder, True)
     assignment = course_files.assignment
     (folder / "nbgrader_config.py").write_text(course_files.config)
+    if course_files.modules:  # the course's own, beside its config, as nbgrader finds them
+        safefiles.write_tree(folder, course_files.modules, mode=safefiles.PRIVATE)
+        folder.chmod(0o711)  # (write_tree made it 0700)
+        course_modules.importable(folder)
     safefiles.write_tree(
         folder / "source" / assignment, course_files.source, mode=safefiles.PRIVATE
     )

@@ -450,6 +450,63 @@ def test_a_date_in_the_exchanges_named_zone_is_graded_at_its_true_moment(tmp_pat
     assert canvas["ada"] == "0" and float(canvas["bo"]) == TOTAL
 
 
+PLUGIN = """
+from nbgrader.plugins import LateSubmissionPlugin
+
+
+class Hourly(LateSubmissionPlugin):
+    def late_submission_penalty(self, student_id, score, total_seconds):
+        return min(score, (total_seconds // 3600) + 1)
+"""
+
+
+def test_a_late_penalty_plugin_beside_the_config_is_used_as_nbgrader_uses_it(tmp_path):
+    """nbgrader imports c.AssignLatePenalties.plugin_class from the course folder; every
+    submission of such a course was course-grade's `error` (outside review 71). The module
+    now travels with the course to the workers: 2.5 h late costs 3 points everywhere. A
+    plugin that cannot be imported is said before anything is graded."""
+    from nbgrader.api import Gradebook
+
+    from autograder.coordinator import grade
+    from autograder.coordinator.grade import InstructorError
+    from autograder.coordinator.report import export_canvas, export_grades
+    from tests.class_fixture import build_course
+
+    course = build_course(tmp_path)
+    (course / "penalties_cg71.py").write_text(PLUGIN)
+    config = (course / "nbgrader_config.py").read_text()
+    (course / "nbgrader_config.py").write_text(
+        config + '\nc.AssignLatePenalties.plugin_class = "penalties_cg71.Hourly"\n'
+    )
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime.datetime(2024, 7, 1, 12))
+    folder = course / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
+    (folder / "timestamp.txt").write_text("2024-07-01 14:30:00 UTC")
+    try:
+        said = {o["student_id"]: o for o in grade.grade_assignment(course, ASSIGNMENT, jobs=1)}
+        assert said["ada"]["fate"] == "graded", said["ada"]
+        export_grades(course, [ASSIGNMENT], course / "grades.csv")
+        export_canvas(course, [ASSIGNMENT], course / "grades-canvas.csv")
+        with open(course / "grades.csv", newline="") as f:
+            (row,) = [r for r in csv.DictReader(f) if r["student_id"] == "ada"]
+        with open(course / "grades-canvas.csv", newline="") as f:
+            canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
+        assert float(row["late_submission_penalty"]) == 3 and float(row["score"]) == TOTAL - 3
+        assert float(canvas["ada"]) == TOTAL - 3
+        # One that cannot be imported: said before anything is graded.
+        (course / "nbgrader_config.py").write_text(
+            config + '\nc.AssignLatePenalties.plugin_class = "no_such_module_cg71.Hourly"\n'
+        )
+        with pytest.raises(InstructorError, match="cannot be imported"):
+            grade.grade_assignment(course, ASSIGNMENT, jobs=1, force=True)
+    finally:
+        sys.modules.pop("penalties_cg71", None)
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(course))
+
+
 # -- the life cycle -----------------------------------------------------------------------
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None,
