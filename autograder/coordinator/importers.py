@@ -45,6 +45,7 @@ from autograder.config import (
     max_files,
 )
 from autograder.coordinator.inbox import (
+    NOT_A_PLAIN_ID,
     TIMESTAMP,
     expected_notebooks,
     utc_stamp,
@@ -52,6 +53,7 @@ from autograder.coordinator.inbox import (
 )
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.job import NBGRADER_FILES
+from autograder.printable import printable
 from autograder.sandbox import safefiles
 
 log = logging.getLogger(__name__)
@@ -257,9 +259,18 @@ class SafeExchangeCollect(ExchangeCollect):
         student, _, stamp, _ = parts
         shown = repr(entry.name[:80])
         if not valid_student_id(student):
-            self.problems.append(
-                ("", NO_NOTEBOOK, f"exchange entry {shown}: not a plain student id")
-            )
+            # Not collected. Where the entry is that student's own (the owner check, when
+            # on), they get "needs review" and no score, never the 0 of "not submitted"
+            # (outside review 71: an e-mail id); a name no ledger file can hold is no one's.
+            why, _ = self._owner_problem(entry, student)
+            if why is None and len(student) <= 200 and printable(student) == student:
+                self.problems.append(
+                    (student, NEEDS_REVIEW, f"exchange entry {shown}: {NOT_A_PLAIN_ID}")
+                )
+            else:
+                self.problems.append(
+                    ("", NO_NOTEBOOK, f"exchange entry {shown}: not a plain student id")
+                )
             return None
         # Whose entry it is comes first, for links and files too: an entry someone else made
         # under a student's name is the maker's problem, never a fate (or a gradebook row)

@@ -698,6 +698,30 @@ def test_without_the_owner_check_a_bad_entry_is_its_students_problem_and_passes_
     assert any(m.startswith("'VIC1' and 'vic1' (already in the course)") for m in said)
 
 
+def test_an_exchange_entry_of_an_id_that_is_not_plain_is_its_students_review_not_a_0(
+    course, tmp_path
+):
+    """On a hub where every student is one system user (check_owner off), an e-mail id's
+    entry is not collected, and is that student's "needs review" (no score in any export),
+    never the silent "not submitted", 0 of a student on the roster (outside review 71). A
+    name no ledger file could hold, or with control characters, stays no one's."""
+    inbound = _exchange_inbound(course, tmp_path)
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "\nc.ExchangeCollect.check_owner = False\n"
+    )
+    stamp = "2024-03-01 10:00:00.000000 UTC"
+    for student in ("ada@uni.edu", "x" * 201, "esc\x1bape"):
+        (inbound / f"{student}+gpu_tensors+{stamp}+a").mkdir()
+        (inbound / f"{student}+gpu_tensors+{stamp}+a" / "gpu_tensors.ipynb").write_bytes(NB)
+    problems = importers.import_exchange(course, "gpu_tensors")
+    assert not (course / "submitted").exists() or not list((course / "submitted").iterdir())
+    fates = {student: (fate, message) for student, fate, message in problems if student}
+    assert list(fates) == ["ada@uni.edu"]
+    assert fates["ada@uni.edu"][0] == "needs review"
+    assert inbox.NOT_A_PLAIN_ID in fates["ada@uni.edu"][1]
+    assert sum(1 for s, _, m in problems if not s and "not a plain student id" in m) == 2
+
+
 def test_an_undated_folder_submission_is_kept_over_an_exchange_attempt(course, tmp_path):
     """The README: a submission put in submitted/ with --folder (undated) is the
     instructor's choice, and an import keeps it. nbgrader's collect removed it before the
