@@ -263,14 +263,8 @@ class SafeExchangeCollect(ExchangeCollect):
             # on), they get "needs review" and no score, never the 0 of "not submitted"
             # (outside review 71: an e-mail id); a name no ledger file can hold is no one's.
             why, _ = self._owner_problem(entry, student)
-            if why is None and len(student) <= 200 and printable(student) == student:
-                self.problems.append(
-                    (student, NEEDS_REVIEW, f"exchange entry {shown}: {NOT_A_PLAIN_ID}")
-                )
-            else:
-                self.problems.append(
-                    ("", NO_NOTEBOOK, f"exchange entry {shown}: not a plain student id")
-                )
+            problem = _not_plain(student, f"exchange entry {shown}")
+            self.problems.append(problem if why is None else ("", NO_NOTEBOOK, problem[2]))
             return None
         # Whose entry it is comes first, for links and files too: an entry someone else made
         # under a student's name is the maker's problem, never a fate (or a gradebook row)
@@ -681,6 +675,12 @@ def import_zip(
                 continue
             if student:
                 heads.setdefault(student, set()).add(info["head"])
+            odd = (info or {}).get("student_id", "")
+            if odd and not student and not valid_student_id(odd):
+                if gate.chosen(odd) and not _entry_problem(name, {**info, "student_id": "x"}):
+                    problem = _not_plain(odd, _shown(name))
+                    refuse(*problem)
+                    continue
             why = (info or {}).get("ambiguous") or _entry_problem(name, info)
             if why and not info:
                 why += (
@@ -797,6 +797,15 @@ def _up_to_the_notebook(student: str, files: dict, notebooks: list[str]) -> dict
     return {f: kept for f, kept in files.items() if f not in later}
 
 
+def _not_plain(student: str, what: str) -> Problem:
+    """An entry of an id course-grade does not grade, not imported: that student's "needs
+    review" (no score in any export, never the silent 0 of "not submitted": outside review
+    71), where the id can name a ledger file and be shown as it is; else no one's."""
+    if len(student) <= 200 and printable(student) == student:
+        return (student, NEEDS_REVIEW, f"{what}: {NOT_A_PLAIN_ID}")
+    return ("", NO_NOTEBOOK, f"{what}: not a plain student id")
+
+
 def _whose(names: EntryNames, name: str) -> tuple[dict | None, str]:
     """What an entry's name says, and whose it is: "" where no plain student id."""
     info = names.parse(name)
@@ -900,13 +909,9 @@ def import_folder(
             problems.append(("", NO_NOTEBOOK, f"{entry.name[:80]!r} is {kind}; skipped"))
             continue
         if not valid_student_id(student):
-            problems.append(
-                (
-                    "",
-                    NO_NOTEBOOK,
-                    f"{entry.name[:80]!r} is not named by a plain student id; skipped",
-                )
-            )
+            problem = _not_plain(student, f"{entry.name[:80]!r}, skipped")
+            if gate.chosen(problem[0]):
+                problems.append(problem)
             continue
         if gate.chosen(student):
             found.setdefault(student, []).append(entry)

@@ -59,6 +59,30 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
     assert stamp.startswith("2024-03-02 00:00:00")
 
 
+def test_an_lms_or_folder_entry_of_an_id_that_is_not_plain_is_that_students_review(
+    course, tmp_path
+):
+    """An LMS download's e-mail id, or a folder import's accented name, is not imported and
+    is that student's "needs review" (no score in any export), never a silent "not
+    submitted", 0 (outside review 71); a name that is no plain id for another reason (a
+    path out of the download) stays no one's."""
+    entries = [
+        ("gpu_tensors_ada@uni.edu_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+        ("gpu_tensors_bo_attempt_2024-03-01_gpu_tensors.ipynb", NB),
+    ]
+    problems = importers.import_zip(course, "gpu_tensors", make_zip(tmp_path / "d.zip", entries))
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["bo"]
+    said = {student: (fate, message) for student, fate, message in problems}
+    assert said["ada@uni.edu"][0] == "needs review"
+    assert inbox.NOT_A_PLAIN_ID in said["ada@uni.edu"][1]
+    inbox_folder = tmp_path / "inbox"
+    inbox_folder.mkdir()
+    (inbox_folder / "José.ipynb").write_bytes(NB)
+    problems = importers.import_folder(course, "gpu_tensors", inbox_folder)
+    assert [(s, f) for s, f, _ in problems] == [("José", "needs review")]
+    assert not (course / "submitted" / "José").exists()
+
+
 def test_blackboards_attempt_records_are_skipped_without_a_warning(course, tmp_path):
     """Blackboard puts a ``<prefix>_<student>_attempt_<date>.txt`` beside each attempt's
     files: it is the LMS's, not a misnamed submission, and is neither imported nor warned
