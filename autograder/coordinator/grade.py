@@ -320,13 +320,19 @@ def _grade_class(
     to_grade: list[Job] = []
     outcomes: dict[str, dict] = {}
     pending = ledger.to_regrade()  # what an interrupted forced run had still to grade
+    enrolled = set(roster(course_root))
     for student in submitted:
         if not inbox.valid_student_id(student):
             # Never graded (paths and exports take plain ids only), never silent: its
             # student, who may be on the roster, gets no score and the reason, never the
             # 0 of "not submitted" (outside review 71: a full-marks submission of
             # "ada@uni.edu" went to the LMS as 0).
-            if students is None:
+            if students is None and not inbox.attributable(student, enrolled):
+                log.error(
+                    "%s: a folder of submitted/ that is no student's id; not graded",
+                    printable(student)[:80],
+                )
+            elif students is None:
                 outcome = fates.Outcome(
                     student, fates.NEEDS_REVIEW, details=[inbox.NOT_A_PLAIN_ID]
                 ).as_dict()

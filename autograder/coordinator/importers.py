@@ -47,13 +47,13 @@ from autograder.config import (
 from autograder.coordinator.inbox import (
     NOT_A_PLAIN_ID,
     TIMESTAMP,
+    attributable,
     expected_notebooks,
     utc_stamp,
     valid_student_id,
 )
 from autograder.fates import INVALID_NOTEBOOK, NEEDS_REVIEW, NO_NOTEBOOK
 from autograder.job import NBGRADER_FILES
-from autograder.printable import printable
 from autograder.sandbox import safefiles
 
 log = logging.getLogger(__name__)
@@ -800,8 +800,9 @@ def _up_to_the_notebook(student: str, files: dict, notebooks: list[str]) -> dict
 def _not_plain(student: str, what: str) -> Problem:
     """An entry of an id course-grade does not grade, not imported: that student's "needs
     review" (no score in any export, never the silent 0 of "not submitted": outside review
-    71), where the id can name a ledger file and be shown as it is; else no one's."""
-    if len(student) <= 200 and printable(student) == student:
+    71), where the name is ``inbox.attributable`` (a CSV cell and a ledger file can hold it
+    as it is); else no one's."""
+    if attributable(student):
         return (student, NEEDS_REVIEW, f"{what}: {NOT_A_PLAIN_ID}")
     return ("", NO_NOTEBOOK, f"{what}: not a plain student id")
 

@@ -42,6 +42,22 @@ def valid_student_id(name: str) -> bool:
     return bool(STUDENT_ID.fullmatch(name)) and ".." not in name
 
 
+# A name that is no plain id but may still stand for a student in the exports (which put it
+# in a CSV cell and a ledger file name): letters and digits of any script, '_', '.', '@'
+# and '-', starting with a letter, digit or '_' (never '=', '+', '-' or '@', which a
+# spreadsheet reads as a formula: outside attack 72), no space, at most 200 bytes.
+ATTRIBUTABLE = re.compile(r"^[^\W][\w.@-]*$")
+
+
+def attributable(name: str, roster=()) -> bool:
+    """Whether an ungraded folder or entry named ``name`` is that student's "needs review":
+    a student of the gradebook (the instructor's own id), or a name of ``ATTRIBUTABLE``'s
+    shape; else it is no one's (a note), as a name of no student's is."""
+    if name in roster:
+        return True
+    return bool(ATTRIBUTABLE.fullmatch(name)) and len(name.encode()) <= 200
+
+
 # Why a folder of submitted/ whose name is no plain identifier is not graded (plain
 # nbgrader's collect, or an instructor, can make one: an e-mail address or an accented
 # name as a JupyterHub user's id). Its student gets no score, never "not submitted".
@@ -393,8 +409,13 @@ def utc_stamp(text: str, zone_name: str) -> str:
         return text
     for fold in (0, 1):  # an hour that comes twice (autumn) has two abbreviations
         local = naive.replace(tzinfo=zone, fold=fold)
-        if local.tzname() == found[2]:
-            return local.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+        if local.tzname() != found[2]:
+            continue
+        try:
+            utc = local.astimezone(timezone.utc)
+        except (OverflowError, ValueError):  # 9999-12-31 23:59 EST is in no year of UTC
+            return text  # (attack 72: the whole run ended with a traceback)
+        return f"{utc.year:04d}-{utc:%m-%d %H:%M:%S.%f} UTC"
     return text
 
 

@@ -594,6 +594,9 @@ def test_a_timestamp_must_be_a_date_and_nothing_else(stamp, ok):
         ("2026-07-07 07:55:05 EDT", "../../../etc/shadow", None),
         ("2026-07-07 07:55:05 UTC", "America/New_York", None),
         ("2026-02-30 07:55:05 EST", "America/New_York", None),
+        # past UTC's last year: left to the checks, never the run's end (attack 72)
+        ("9999-12-31 23:59:59 EST", "America/New_York", None),
+        ("0001-01-01 00:00:00 LMT", "America/New_York", "0001-01-01 04:56:02.000000 UTC"),
     ],
 )
 def test_a_date_in_the_courses_named_zone_is_read_in_utc(stamp, zone, utc):
@@ -734,7 +737,9 @@ def test_an_exchange_entry_of_an_id_that_is_not_plain_is_its_students_review_not
         (course / "nbgrader_config.py").read_text() + "\nc.ExchangeCollect.check_owner = False\n"
     )
     stamp = "2024-03-01 10:00:00.000000 UTC"
-    for student in ("ada@uni.edu", "x" * 201, "esc\x1bape"):
+    # (attack 72: a name a spreadsheet reads as a formula, and one that is a classmate's
+    # id with a space after it, would have been written into grades.csv as ids)
+    for student in ("ada@uni.edu", "x" * 201, "esc\x1bape", "=cmd|' -c calc'!A0", "s001 "):
         (inbound / f"{student}+gpu_tensors+{stamp}+a").mkdir()
         (inbound / f"{student}+gpu_tensors+{stamp}+a" / "gpu_tensors.ipynb").write_bytes(NB)
     problems = importers.import_exchange(course, "gpu_tensors")
@@ -743,7 +748,7 @@ def test_an_exchange_entry_of_an_id_that_is_not_plain_is_its_students_review_not
     assert list(fates) == ["ada@uni.edu"]
     assert fates["ada@uni.edu"][0] == "needs review"
     assert inbox.NOT_A_PLAIN_ID in fates["ada@uni.edu"][1]
-    assert sum(1 for s, _, m in problems if not s and "not a plain student id" in m) == 2
+    assert sum(1 for s, _, m in problems if not s and "not a plain student id" in m) == 4
 
 
 def test_an_undated_folder_submission_is_kept_over_an_exchange_attempt(course, tmp_path):

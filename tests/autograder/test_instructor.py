@@ -380,13 +380,17 @@ def test_a_folder_not_named_by_a_plain_id_is_no_grade_in_every_export_never_a_0(
     course = build_course(tmp_path)
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
         gb.add_student("ada@uni.edu")  # on the roster
-    for student in ("ada@uni.edu", "José"):  # José is not
+        gb.add_student("ada lovelace")  # the instructor's id, with a space
+    # José is not on the roster; "=SUM(1)" is no one's: a spreadsheet would read it as a
+    # formula (attack 72), so it is in no export.
+    for student in ("ada@uni.edu", "José", "ada lovelace", "=SUM(1)"):
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
     outcomes = grade.grade_assignment(course, ASSIGNMENT, executor=None)
     said = {o["student_id"]: o for o in outcomes}
-    for student in ("ada@uni.edu", "José"):
+    assert "=SUM(1)" not in said
+    for student in ("ada@uni.edu", "José", "ada lovelace"):
         assert said[student]["fate"] == "needs review", said[student]
         assert said[student]["details"] == [inbox.NOT_A_PLAIN_ID]
         assert said[student]["score"] is None
@@ -399,7 +403,8 @@ def test_a_folder_not_named_by_a_plain_id_is_no_grade_in_every_export_never_a_0(
         canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
     with open(course / "reports" / "report.csv", newline="", encoding="utf-8") as f:
         reported = {r["student_id"]: r for r in csv.DictReader(f)}
-    for student in ("ada@uni.edu", "José"):
+    assert "=SUM(1)" not in grades and "=SUM(1)" not in reported
+    for student in ("ada@uni.edu", "José", "ada lovelace"):
         assert grades[student]["score"] == "", grades[student]
         assert canvas.get(student, "") == "", canvas
         assert (reported[student]["fate"], reported[student]["score"]) == ("needs review", "")
