@@ -19,38 +19,20 @@ Run it alone on the machine: another job's processes make a kernel's CPU time no
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 import psutil
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.bridge import plaindata, protocol  # noqa: E402
-from autograder.sandbox import kernel_app  # noqa: E402
+from tests import app_kernels  # noqa: E402
 
-APPS = {"ipykernel's app": "ipykernel_launcher", "grading app": kernel_app.__name__}
-KINDS = {"student": protocol.STUDENT_KERNEL_OPTION, "test": protocol.TESTS_KERNEL_OPTION}
-
-
-def start(folder: Path, module: str, option: str):
-    spec = folder / "kernels" / module.replace(".", "_")
-    spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", module, "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
-    km = KernelManager(
-        kernel_name=spec.name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)])
-    )
-    km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:", option])
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    return km, kc
+# Each application under its name in the table, and the name app_kernels knows it by.
+APPS = {"ipykernel's app": "ipykernel", "grading app": "grading"}
 
 
 def cpu(process: psutil.Process) -> float:
@@ -77,8 +59,8 @@ def bridge_call(kc) -> None:
                 break
 
 
-def measure(folder: Path, module: str, kind: str, n: int) -> dict[str, float]:
-    km, kc = start(folder, module, KINDS[kind])
+def measure(folder: Path, app: str, kind: str, n: int) -> dict[str, float]:
+    km, kc = app_kernels.start(folder, app, kind)
     try:
         process = psutil.Process(km.provisioner.process.pid)
         execute(kc, "import torch\ndef double(x):\n    return 2 * x")
@@ -107,10 +89,8 @@ def main() -> None:
     print(f"A kernel's own CPU per request (ms, user + system, all its threads), {args.n} each")
     print(f"{'kernel':9}{'request':16}" + "".join(f"{app:>18}" for app in APPS) + "     ratio")
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in KINDS:
-            results = {
-                app: measure(Path(tmp), module, kind, args.n) for app, module in APPS.items()
-            }
+        for kind in app_kernels.KINDS:
+            results = {label: measure(Path(tmp), app, kind, args.n) for label, app in APPS.items()}
             stock, grading = results.values()
             for label in stock:
                 ratio = grading[label] / stock[label]

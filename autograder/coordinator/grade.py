@@ -205,13 +205,17 @@ def course_files(course_root: Path, assignment: str) -> CourseFiles:
     with Gradebook(config.CourseDirectory.db_url) as gb:
         duedate = gb.find_assignment(assignment).duedate
         schema = gb.db.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    try:
+        modules = course_modules.named(course_root, config)
+    except ValueError as exc:
+        raise InstructorError(str(exc)) from None
     return CourseFiles(
         assignment,
         (course_root / "nbgrader_config.py").read_text(),
         source,
         duedate.isoformat() if duedate else None,
         schema,
-        course_modules.named(course_root, config),
+        modules,
     )
 
 
@@ -391,7 +395,7 @@ def _grade_class(
             continue
         outcomes[student] = {**entry, "this_run": "import"}  # no submitted folder to grade
         _zero_submission(course_root, assignment, student)
-    for student in roster(course_root):
+    for student in sorted(enrolled):
         if student not in outcomes and student not in waiting:
             outcomes[student] = _nothing_submitted(student, full)
 

@@ -222,6 +222,7 @@ class SafeExchangeCollect(ExchangeCollect):
         self.walked: dict[str, int] = {}  # student -> entries of their folders read to date them
         gate = getattr(self, "gate", None) or Gate(Path(self.coursedir.root))
         self.duedate = self._duedate()  # before the records: a backdated one is refused
+        self.zone = exchange_timezone(self.config)  # what a date's abbreviation names
         records: dict[str, list[dict]] = {}
         for entry in sorted(os.scandir(self.inbound_path), key=lambda e: e.name):
             record = self._record(entry)
@@ -263,8 +264,12 @@ class SafeExchangeCollect(ExchangeCollect):
             # on), they get "needs review" and no score, never the 0 of "not submitted"
             # (outside review 71: an e-mail id); a name no ledger file can hold is no one's.
             why, _ = self._owner_problem(entry, student)
-            problem = _not_plain(student, f"exchange entry {shown}")
-            self.problems.append(problem if why is None else ("", NO_NOTEBOOK, problem[2]))
+            if why is None:
+                self.problems.append(_not_plain(student, f"exchange entry {shown}"))
+            else:
+                self.problems.append(
+                    ("", NO_NOTEBOOK, f"exchange entry {shown}: not a plain student id")
+                )
             return None
         # Whose entry it is comes first, for links and files too: an entry someone else made
         # under a student's name is the maker's problem, never a fate (or a gradebook row)
@@ -274,7 +279,7 @@ class SafeExchangeCollect(ExchangeCollect):
             who = owner if owner is not None and valid_student_id(owner) else ""
             self.problems.append((who, NOTE, f"exchange entry {shown}: {why}"))
             return None
-        claimed = _stamp_date(utc_stamp(stamp, exchange_timezone(self.config)))
+        claimed = _stamp_date(utc_stamp(stamp, self.zone))
         if not entry.is_dir(follow_symlinks=False):
             why = "not a folder"
         elif claimed is None:
@@ -366,7 +371,7 @@ class SafeExchangeCollect(ExchangeCollect):
     def do_copy(self, src, dest, log=None):
         student = Path(dest).parent.name
         # nbgrader's date, in UTC where the exchange wrote it in the course's named zone
-        stamp = utc_stamp(Path(src).name.rsplit("+", 3)[2], exchange_timezone(self.config))
+        stamp = utc_stamp(Path(src).name.rsplit("+", 3)[2], self.zone)
         kept = newer_kept(Path(dest), stamp, "exchange")
         if kept:  # (``log`` here is nbgrader's argument)
             logging.getLogger(__name__).warning("%s: %s", student, kept)
@@ -676,10 +681,9 @@ def import_zip(
             if student:
                 heads.setdefault(student, set()).add(info["head"])
             odd = (info or {}).get("student_id", "")
-            if odd and not student and not valid_student_id(odd):
-                if gate.chosen(odd) and not _entry_problem(name, {**info, "student_id": "x"}):
-                    problem = _not_plain(odd, _shown(name))
-                    refuse(*problem)
+            if odd and not student and gate.chosen(odd):
+                if not _entry_problem(name, info, check_id=False):  # its id is all that is odd
+                    refuse(*_not_plain(odd, _shown(name)))
                     continue
             why = (info or {}).get("ambiguous") or _entry_problem(name, info)
             if why and not info:
@@ -857,12 +861,12 @@ def _parse_entry(plugin, name: str) -> dict | None:
 # A folder import keeps nbgrader's timestamp.txt (its documented date), never its secret.
 
 
-def _entry_problem(name: str, info: dict | None) -> str | None:
+def _entry_problem(name: str, info: dict | None, check_id: bool = True) -> str | None:
     if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
         return f"{_shown(name)}: a path outside the download; not extracted"
     if not info or not info.get("student_id"):
         return f"{_shown(name)}: not named like an LMS submission; not extracted"
-    if not valid_student_id(info["student_id"]):
+    if check_id and not valid_student_id(info["student_id"]):
         return f"{_shown(name)}: {info['student_id'][:40]!r} is not a plain student id"
     file_id = info.get("file_id") or ""
     if not FILE_NAME.fullmatch(file_id):

@@ -43,19 +43,20 @@ def valid_student_id(name: str) -> bool:
 
 
 # A name that is no plain id but may still stand for a student in the exports (which put it
-# in a CSV cell and a ledger file name): letters and digits of any script, '_', '.', '@'
-# and '-', starting with a letter, digit or '_' (never '=', '+', '-' or '@', which a
-# spreadsheet reads as a formula: outside attack 72), no space, at most 200 bytes.
-ATTRIBUTABLE = re.compile(r"^[^\W][\w.@-]*$")
+# in a CSV cell and a ledger file name): ASCII letters, digits, '_', '.', '@' and '-',
+# starting with a letter, digit or '_' (never '=', '+', '-' or '@', which a spreadsheet reads
+# as a formula: outside attack 72), no space, at most 200 characters. ASCII only: a name in
+# another script could look like a classmate's id ("ѕ001", a Cyrillic letter, or a
+# fullwidth "ｓ000"), a row beside theirs (outside attack 73); such a name is named only
+# where it is the gradebook's own.
+ATTRIBUTABLE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,199}$")
 
 
 def attributable(name: str, roster=()) -> bool:
     """Whether an ungraded folder or entry named ``name`` is that student's "needs review":
     a student of the gradebook (the instructor's own id), or a name of ``ATTRIBUTABLE``'s
     shape; else it is no one's (a note), as a name of no student's is."""
-    if name in roster:
-        return True
-    return bool(ATTRIBUTABLE.fullmatch(name)) and len(name.encode()) <= 200
+    return name in roster or bool(ATTRIBUTABLE.fullmatch(name))
 
 
 # Why a folder of submitted/ whose name is no plain identifier is not graded (plain

@@ -5,41 +5,24 @@ course-grade tests."""
 
 from __future__ import annotations
 
-import json
 import queue
-import sys
 
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 from autograder.bridge import plaindata, protocol
-from autograder.sandbox import kernel_app
+from tests import app_kernels
+from tests.app_kernels import APPS, KINDS
 
 TIMEOUT = 30
-# Each kernel class under ipykernel's own application (``python -m ipykernel_launcher``)
-# and under the grading kernels' (``autograder.sandbox.kernel_app``, as every sandboxed
-# kernel starts): what the bridge does must not depend on which.
-APPS = {"ipykernel": "ipykernel_launcher", "grading": kernel_app.__name__}
-KINDS = {"student": protocol.STUDENT_KERNEL_OPTION, "test": protocol.TESTS_KERNEL_OPTION}
 
 
 @pytest.fixture
 def kernel(request, tmp_path):
-    option, app = request.param if isinstance(request.param, tuple) else (request.param, "grading")
-    spec = tmp_path / "kernels" / "bridge"
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", APPS[app], "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
-    km = KernelManager(
-        kernel_name="bridge",
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
-    )
-    km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:", option])
-    kc = km.client()
-    kc.start_channels()
+    """A kernel of a kind ("student", "test"), under the grading application, or of
+    (kind, application): what the bridge does must not depend on which application."""
+    kind, app = request.param if isinstance(request.param, tuple) else (request.param, "grading")
+    km, kc = app_kernels.start(tmp_path, app, kind)
     try:
-        kc.wait_for_ready(timeout=60)
         yield kc
     finally:
         kc.stop_channels()
@@ -91,7 +74,7 @@ def ask(kc, prompt) -> tuple[list[dict], list[dict]]:
     return iopub_until_idle(kc, msg_id), shell_replies(kc, msg_id)
 
 
-@pytest.mark.parametrize("kernel", [protocol.STUDENT_KERNEL_OPTION], indirect=True)
+@pytest.mark.parametrize("kernel", ["student"], indirect=True)
 def test_the_students_kernel_answers_a_request_without_running_a_cell(kernel):
     before = run(kernel, "def double(x):\n    print('doubling')\n    return 2 * x\nn = 5")
     seen, replies = ask(kernel, protocol.call_request("double", [plaindata.encode(21)], []))
@@ -110,7 +93,7 @@ def test_the_students_kernel_answers_a_request_without_running_a_cell(kernel):
     assert values == {"n": 5, "n_inputs": after["execution_count"] + 1}
 
 
-@pytest.mark.parametrize("kernel", [protocol.STUDENT_KERNEL_OPTION], indirect=True)
+@pytest.mark.parametrize("kernel", ["student"], indirect=True)
 def test_a_request_that_is_no_text_gets_no_answer(kernel):
     seen, replies = ask(kernel, 42)
     assert seen == [] and replies == []  # the grader: "your kernel sent no answer"
@@ -135,7 +118,7 @@ def run_test_cell(kc, code: str, bind) -> tuple[list[dict], dict, list[str]]:
     return iopub_until_idle(kc, msg_id), shell_reply(kc, msg_id)["content"], asked
 
 
-@pytest.mark.parametrize("kernel", [protocol.TESTS_KERNEL_OPTION], indirect=True)
+@pytest.mark.parametrize("kernel", ["test"], indirect=True)
 def test_the_test_kernel_reads_the_answers_in_the_test_cells_own_request(kernel):
     bind = {"names": ["answer"], "functions": []}
     seen, reply, asked = run_test_cell(kernel, "print(answer + 1)", bind)
@@ -146,7 +129,7 @@ def test_the_test_kernel_reads_the_answers_in_the_test_cells_own_request(kernel)
     assert [m["msg_type"] for m in seen] == ["stream"]
 
 
-@pytest.mark.parametrize("kernel", [protocol.TESTS_KERNEL_OPTION], indirect=True)
+@pytest.mark.parametrize("kernel", ["test"], indirect=True)
 def test_a_test_cell_whose_answers_cannot_be_read_does_not_run(kernel):
     seen, reply, asked = run_test_cell(kernel, "print('the test ran')", {"names": 3})
     assert reply["status"] == "error" and reply[protocol.BIND_FAILED] is True
@@ -253,7 +236,7 @@ def printed(kc, code: str) -> str:
 
 @pytest.mark.parametrize(
     "kernel",
-    [(option, app) for option in KINDS.values() for app in APPS],
+    [(kind, app) for kind in KINDS for app in APPS],
     indirect=True,
     ids=[f"{kind}-{app}" for kind in KINDS for app in APPS],
 )
@@ -298,7 +281,7 @@ print(empty, written > empty)
 
 @pytest.mark.parametrize(
     "kernel",
-    [(option, app) for option in KINDS.values() for app in APPS],
+    [(kind, app) for kind in KINDS for app in APPS],
     indirect=True,
     ids=[f"{kind}-{app}" for kind in KINDS for app in APPS],
 )

@@ -62,7 +62,7 @@ def test_a_download_is_bounded_in_entries_and_size_and_the_rest_still_comes_in(c
 def test_an_lms_or_folder_entry_of_an_id_that_is_not_plain_is_that_students_review(
     course, tmp_path
 ):
-    """An LMS download's e-mail id, or a folder import's accented name, is not imported and
+    """An LMS download's e-mail id, or a folder import's dotted one, is not imported and
     is that student's "needs review" (no score in any export), never a silent "not
     submitted", 0 (outside review 71); a name that is no plain id for another reason (a
     path out of the download) stays no one's."""
@@ -77,10 +77,16 @@ def test_an_lms_or_folder_entry_of_an_id_that_is_not_plain_is_that_students_revi
     assert inbox.NOT_A_PLAIN_ID in said["ada@uni.edu"][1]
     inbox_folder = tmp_path / "inbox"
     inbox_folder.mkdir()
-    (inbox_folder / "José.ipynb").write_bytes(NB)
+    (inbox_folder / "ada.lovelace@uni.edu.ipynb").write_bytes(NB)
+    (inbox_folder / "ѕ001.ipynb").write_bytes(NB)  # a Cyrillic look-alike: no one's (attack 73)
     problems = importers.import_folder(course, "gpu_tensors", inbox_folder)
-    assert [(s, f) for s, f, _ in problems] == [("José", "needs review")]
-    assert not (course / "submitted" / "José").exists()
+    assert sorted((s, f) for s, f, _ in problems) == [
+        ("", "no notebook"),
+        ("ada.lovelace@uni.edu", "needs review"),
+    ]
+    assert not (course / "submitted").exists() or [
+        p.name for p in (course / "submitted").iterdir()
+    ] == ["bo"]
 
 
 def test_blackboards_attempt_records_are_skipped_without_a_warning(course, tmp_path):

@@ -379,17 +379,18 @@ def test_a_folder_not_named_by_a_plain_id_is_no_grade_in_every_export_never_a_0(
 
     course = build_course(tmp_path)
     with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
-        gb.add_student("ada@uni.edu")  # on the roster
-        gb.add_student("ada lovelace")  # the instructor's id, with a space
-    # José is not on the roster; "=SUM(1)" is no one's: a spreadsheet would read it as a
-    # formula (attack 72), so it is in no export.
-    for student in ("ada@uni.edu", "José", "ada lovelace", "=SUM(1)"):
+        gb.add_student("José")  # on the roster: the instructor's own ids
+        gb.add_student("ada lovelace")
+    # ada@uni.edu is not on the roster; "=SUM(1)" is no one's: a spreadsheet would read it as
+    # a formula (attack 72), nor is "ｓ000" (fullwidth), a look-alike of a classmate's id
+    # (attack 73): neither is in any export.
+    for student in ("ada@uni.edu", "José", "ada lovelace", "=SUM(1)", "ｓ000"):
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         nbformat.write(make_submission(RELEASE, SOLUTIONS), folder / NOTEBOOK)
     outcomes = grade.grade_assignment(course, ASSIGNMENT, executor=None)
     said = {o["student_id"]: o for o in outcomes}
-    assert "=SUM(1)" not in said
+    assert "=SUM(1)" not in said and "ｓ000" not in said
     for student in ("ada@uni.edu", "José", "ada lovelace"):
         assert said[student]["fate"] == "needs review", said[student]
         assert said[student]["details"] == [inbox.NOT_A_PLAIN_ID]
@@ -403,7 +404,7 @@ def test_a_folder_not_named_by_a_plain_id_is_no_grade_in_every_export_never_a_0(
         canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
     with open(course / "reports" / "report.csv", newline="", encoding="utf-8") as f:
         reported = {r["student_id"]: r for r in csv.DictReader(f)}
-    assert "=SUM(1)" not in grades and "=SUM(1)" not in reported
+    assert not {"=SUM(1)", "ｓ000"} & (set(grades) | set(reported))
     for student in ("ada@uni.edu", "José", "ada lovelace"):
         assert grades[student]["score"] == "", grades[student]
         assert canvas.get(student, "") == "", canvas

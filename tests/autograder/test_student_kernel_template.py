@@ -296,11 +296,11 @@ def test_a_template_that_a_kernel_stopped_is_replaced_for_the_next(tmp_path):
     assert kept.starts == 2
 
 
-def test_a_template_ended_between_two_kernels_is_replaced_and_the_next_kernel_is_forked(tmp_path):
-    """Outside attack 64: a process the kernel before left behind outlived the kill of that
-    kernel's tree and killed its template just after that kill, before the next fork: the
-    next student's kernel started without a template, and their report said so. A template
-    that ended between two kernels is replaced as one that could not clean up."""
+def _then_to_the_template(tmp_path, act):
+    """A first kernel; then, right after the host's kill of its tree, ``act(process, km)`` on
+    each of its template's processes (what a process the kernel left behind could do, same
+    uid), and a second kernel: its texts, its manager, the kept template and the second
+    kernel's seconds."""
     import contextlib
     import time
 
@@ -312,18 +312,33 @@ def test_a_template_ended_between_two_kernels_is_replaced_and_the_next_kernel_is
     km = kept.km
     end_kernels = km.end_forked_kernels
 
-    def end_kernels_then_the_template():
-        end_kernels()  # the host's kill of the kernel before; then what it left behind acts
+    def end_kernels_then_act():
+        end_kernels()
         for process in km._own_processes.values():
             with contextlib.suppress(psutil.NoSuchProcess):
                 if "kernel_entry" in " ".join(process.cmdline()):
-                    process.kill()
+                    act(process, km)
+
+    km.end_forked_kernels = end_kernels_then_act
+    started = time.monotonic()
+    texts, next_km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
+    return texts, next_km, kept, time.monotonic() - started
+
+
+def test_a_template_ended_between_two_kernels_is_replaced_and_the_next_kernel_is_forked(tmp_path):
+    """Outside attack 64: a process the kernel before left behind outlived the kill of that
+    kernel's tree and killed its template just after that kill, before the next fork: the
+    next student's kernel started without a template, and their report said so. A template
+    that ended between two kernels is replaced as one that could not clean up."""
+    import time
+
+    def kill_and_wait(process, km):
+        process.kill()
         deadline = time.monotonic() + 10
         while km.provisioner.process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
 
-    km.end_forked_kernels = end_kernels_then_the_template
-    texts, next_km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
+    texts, next_km, kept, _ = _then_to_the_template(tmp_path, kill_and_wait)
     assert texts == ["next\n"]
     assert next_km.without_template is None  # forked, and nothing for the report to say
     assert kept.starts == 2
@@ -333,32 +348,15 @@ def test_a_template_stopped_between_two_kernels_is_replaced_at_once_and_silently
     """Outside attack 69: what an earlier kernel left behind stopped its template (SIGSTOP)
     after the host's health check: the next kernel's start waited 60 s for sockets that never
     came, then started without a template, and the next student's report said so."""
-    import contextlib
     import signal
-    import time
 
-    import psutil
-
-    texts, _ = run(["print('first')"], staged(tmp_path, "f.txt", "A"))
-    assert texts == ["first\n"]
-    (kept,) = student_kernels._TEMPLATES.values()
-    km = kept.km
-    end_kernels = km.end_forked_kernels
-
-    def end_kernels_then_stop_the_template():
-        end_kernels()
-        for process in km._own_processes.values():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                if "kernel_entry" in " ".join(process.cmdline()):
-                    process.send_signal(signal.SIGSTOP)
-
-    km.end_forked_kernels = end_kernels_then_stop_the_template
-    started = time.monotonic()
-    texts, next_km = run(["print('next')"], staged(tmp_path, "g.txt", "B"))
+    texts, next_km, kept, seconds = _then_to_the_template(
+        tmp_path, lambda process, km: process.send_signal(signal.SIGSTOP)
+    )
     assert texts == ["next\n"]
     assert next_km.without_template is None
     assert kept.starts == 2
-    assert time.monotonic() - started < 30  # not the 60 s wait for sockets
+    assert seconds < 30  # not the 60 s wait for sockets
 
 
 def test_no_kernel_sets_its_templates_limits_and_the_next_starts_with_the_sandboxs(tmp_path):
