@@ -147,8 +147,9 @@ import ctypes, os, threading, time
 if os.fork():
     os._exit(0)
 def write():
-    while True:
-        open('/tmp/zombie', 'w').write(str(os.getpid()))
+    while True:  # whole or not at all: a reader never sees the file just truncated
+        open('/tmp/zombie.part', 'w').write(str(os.getpid()))
+        os.replace('/tmp/zombie.part', '/tmp/zombie')
         time.sleep(0.02)
 threading.Thread(target=write).start()
 time.sleep(0.3)
@@ -213,7 +214,8 @@ def test_nothing_a_kernel_locks_or_keeps_running_reaches_the_next(tmp_path):
         "mine, pid = set(), os.getpid()\n"
         "while pid > 1:\n"
         "    mine.add(pid); pid = parent(pid)\n"
-        "print(os.path.exists('/tmp/chain') or os.path.exists('/tmp/zombie'),\n"
+        "print(os.path.exists('/tmp/chain') or os.path.exists('/tmp/zombie')\n"
+        "      or os.path.exists('/tmp/zombie.part'),\n"
         "      os.path.exists(start := '/tmp/.ipython/profile_default/startup/00-x.py'),\n"
         "      os.listdir('/dev/shm'), len(open('/proc/sysvipc/shm').readlines()) - 1,\n"
         "      'STARTUP_RAN' in globals(),\n"
