@@ -18,4 +18,4 @@ as a widget), ``trace_timeline`` (a profiler trace as lanes, steps, busy time an
 purpose, for the profiling lesson). Importing the package imports none of them, so it stays light.
 """
 
-__version__ = "0.18.0"
+__version__ = "0.18.1"

@@ -215,6 +215,22 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_reference_step",),
         "call optimizer.zero_grad() before backward()",
     ),
+    "climbs_the_loss": Mistake(
+        "train_step calls backward() on the negated loss: each step climbs the loss it returns "
+        "(an outside attack: only the reference step failed it)",
+        {
+            "q4_train_step": _train_step(
+                WHERE,
+                "loss = F.cross_entropy(model(inputs.to(device)), labels.to(device).long())",
+                "optimizer.zero_grad()",
+                "(-loss).backward()",
+                "optimizer.step()",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_device", "test_q4_reference_step", "test_q4_stays_on_device"),
+        "moved the weights up the loss",
+    ),
     "not_detached": Mistake(
         "train_step returns the loss still attached to its graph",
         {
