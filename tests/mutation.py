@@ -375,6 +375,11 @@ def main(argv=None) -> int:
         explained = [m for m in survivors if m.ident in listed]
         unexplained = [m for m in survivors if m.ident not in listed]
         stale = sorted(set(listed) - {m.ident for m in every})
+        # A mutant listed as still right that now loses points is a right answer the tests
+        # stopped accepting (review 75's slow-copies case did that to three, until it named
+        # every number): as much a failure as a survivor.
+        surviving = {m.ident for m in survivors}
+        refused = [m for m in every if m.ident in listed and m.ident not in surviving]
         print(
             f"{unit}: {len(every)} mutants, {len(every) - len(survivors)} killed, "
             f"{len(explained)} equivalent, {len(unexplained)} survived"
@@ -383,7 +388,13 @@ def main(argv=None) -> int:
             print(m.diff())
         for ident in stale:
             print(f"  (listed as equivalent but no longer made: {ident})")
-        left += len(unexplained)
+        for m in refused:
+            fate, score = results[m.ident]
+            print(
+                f"  listed as still right, but {fate} with {score:g} of {total:g}: {m.ident} ({listed[m.ident]})"
+            )
+            print(m.diff())
+        left += len(unexplained) + len(refused)
     return 1 if left else 0
 
 

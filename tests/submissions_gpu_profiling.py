@@ -235,6 +235,20 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_copies", "test_q4_order"),
         "counts only the waits for the GPU's results",
     ),
+    "counts_a_blocking_copy_on_the_device": Mistake(
+        "host_waits keeps every cudaMemcpy that is not a copy to the device, a copy on the "
+        "device (DtoD) too (review 75: no trace of the tests had one)",
+        {
+            "q4_host_waits": _q4(
+                to_host=(
+                    "to_host = {e['args']['correlation']: e['name'] for e in events if e.get('cat') == 'gpu_memcpy'",
+                    "           and not e.get('name', '').startswith('Memcpy HtoD')}",
+                )
+            )
+        },
+        ("test_q4_copies",),
+        "or within it (DtoD)",
+    ),
     "counts_kernel_launches": Mistake(
         "host_waits also keeps the kernel launches",
         {
@@ -506,6 +520,7 @@ COURSE_GRADE_SAMPLE = (
     "profiles_the_warmup_step",
     "reads_the_loss",
     "copies_paired_by_time",  # review 66: two streams' copies out of their calls' order
+    "counts_a_blocking_copy_on_the_device",  # review 75
     "runs_every_batch",  # review 66: a student's error text read across the bridge
 )
 

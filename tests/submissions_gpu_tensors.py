@@ -108,6 +108,22 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q3_fewest",),
         "never catches up",
     ),
+    "search_stops_early": Mistake(
+        "fewest_gpu_steps searches the first 99 steps and says None past them (review 75: the "
+        "largest answer the tests asked for was 7)",
+        {
+            "q3_fewest_gpu_steps": (
+                "def fewest_gpu_steps(numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+                "    for steps in range(1, 100):\n"
+                "        cpu, gpu = race_ticks(steps, numbers, cpu_per_tick, gpu_per_tick, copy_ticks)\n"
+                "        if gpu < cpu:\n"
+                "            return steps\n"
+                "    return None"
+            ),
+        },
+        ("test_q3_fewest",),
+        "a search must not stop before it does",
+    ),
     "no_copy_back": Mistake(
         "the worked example's GPU route forgets the copy back",
         {
@@ -281,6 +297,27 @@ FULL_MARKS: dict[str, dict[str, str]] = {
     "rebinds_every_public_name": kit.rebinding_every_public_name(SOLUTIONS, SOURCE),
 }
 
+# race_ticks's pair written as a list (review 75: it lost the 3 points of both its tests),
+# and fewest_gpu_steps found by a search that runs until the GPU wins.
+FULL_MARKS["pair_as_a_list_and_a_search"] = {
+    **SOLUTIONS,
+    "q3_race_ticks": (
+        "def race_ticks(steps, numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+        "    cpu = steps * -(-numbers // cpu_per_tick)\n"
+        "    return [cpu, 2 * copy_ticks + steps * -(-numbers // gpu_per_tick)]"
+    ),
+    "q3_fewest_gpu_steps": (
+        "def fewest_gpu_steps(numbers=256, cpu_per_tick=8, gpu_per_tick=256, copy_ticks=40):\n"
+        "    if -(-numbers // gpu_per_tick) >= -(-numbers // cpu_per_tick):\n"
+        "        return None\n"
+        "    steps = 1\n"
+        "    while race_ticks(steps, numbers, cpu_per_tick, gpu_per_tick, copy_ticks)[1] >= "
+        "race_ticks(steps, numbers, cpu_per_tick, gpu_per_tick, copy_ticks)[0]:\n"
+        "        steps += 1\n"
+        "    return steps"
+    ),
+}
+
 # One implausible answer per answer cell: each visible test must refuse it with a message.
 IMPLAUSIBLE: dict[str, str] = {
     "q1_prepare_batch": "def prepare_batch(batch, model):\n    return batch.numpy()",
@@ -288,7 +325,7 @@ IMPLAUSIBLE: dict[str, str] = {
     "q2_mb": "q2_mb = '0.8 MB'",
     "q2_size_mb": "def size_mb(shape, dtype):\n    return 4",
     "q3_ticks": "cpu_ticks_3, gpu_ticks_3, winner_3 = 90.5, 80.5, 'gpu'\ncpu_ticks_2 = gpu_ticks_2 = 0",
-    "q3_race_ticks": "def race_ticks(steps, *args, **kwargs):\n    return [steps, steps]",
+    "q3_race_ticks": "def race_ticks(steps, *args, **kwargs):\n    return (steps, -steps)",
     "q3_fewest_gpu_steps": "def fewest_gpu_steps(*args, **kwargs):\n    return 2.5",
     "q4_dtypes": "x_dtype, y_dtype = 'float64', 'float32'",
     "q4_worked_example": "copy_ms = gpu_route_ms = -1\nverdict = 'the CPU'",

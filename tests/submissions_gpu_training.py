@@ -231,6 +231,18 @@ MISTAKES: dict[str, Mistake] = {
         ("test_q4_device", "test_q4_reference_step", "test_q4_stays_on_device"),
         "moved the weights up the loss",
     ),
+    "returns_the_summed_loss": Mistake(
+        "train_step steps on the mean loss and returns the sum of the batch's losses (review 75: "
+        "the labels test told it to convert its labels, which it did)",
+        {
+            "q4_train_step": _train_step(
+                *STEP,
+                "return F.cross_entropy(model(inputs.to(device)), labels.to(device).long(), reduction='sum').detach()",
+            )
+        },
+        ("test_q4_labels", "test_q4_reference_step", "test_q4_stays_on_device"),
+        "as with int64 ones",
+    ),
     "not_detached": Mistake(
         "train_step returns the loss still attached to its graph",
         {
@@ -608,6 +620,8 @@ COURSE_GRADE_SAMPLE = (
     "waits_for_a_logger",
     "keeps_the_best_loss_with_equal",
     "counts_a_hair_off",  # a count a hair off a whole number (outside attack 63)
+    "climbs_the_loss",  # outside attack 74: the weights cross back, and which way they moved tells
+    "returns_the_summed_loss",  # review 75: the labels test calls the step again, on a twin
 )
 
 # Tampered submissions: a learner with a mistake who also tries to dodge the failing test,
