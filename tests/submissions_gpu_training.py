@@ -229,7 +229,22 @@ MISTAKES: dict[str, Mistake] = {
             )
         },
         ("test_q4_device", "test_q4_reference_step", "test_q4_stays_on_device"),
-        "moved the weights up the loss",
+        "did not lower the loss of the batch",
+    ),
+    "overshoots": Mistake(
+        "train_step takes the right step, then fifty more of plain gradient descent with "
+        "lr=1 at once: the weights move downhill, far past the minimum (outside attack 76)",
+        {
+            "q4_train_step": _train_step(
+                *STEP,
+                "with torch.no_grad():",
+                "    for p in model.parameters():",
+                "        p -= 50 * p.grad",
+                "return loss.detach()",
+            )
+        },
+        ("test_q4_device", "test_q4_reference_step", "test_q4_stays_on_device"),
+        "did not lower the loss of the batch",
     ),
     "returns_the_summed_loss": Mistake(
         "train_step steps on the mean loss and returns the sum of the batch's losses (review 75: "
