@@ -325,7 +325,7 @@ IMPLAUSIBLE: dict[str, str] = {
     "q2_mb": "q2_mb = '0.8 MB'",
     "q2_size_mb": "def size_mb(shape, dtype):\n    return 4",
     "q3_ticks": "cpu_ticks_3, gpu_ticks_3, winner_3 = 90.5, 80.5, 'gpu'\ncpu_ticks_2 = gpu_ticks_2 = 0",
-    "q3_race_ticks": "def race_ticks(steps, *args, **kwargs):\n    return (steps, -steps)",
+    "q3_race_ticks": "def race_ticks(steps, *args, **kwargs):\n    return torch.tensor([steps, steps])",
     "q3_fewest_gpu_steps": "def fewest_gpu_steps(*args, **kwargs):\n    return 2.5",
     "q4_dtypes": "x_dtype, y_dtype = 'float64', 'float32'",
     "q4_worked_example": "copy_ms = gpu_route_ms = -1\nverdict = 'the CPU'",

@@ -248,6 +248,10 @@ def test_visible_tests_fail_with_a_message_on_implausible_answers(unit, no_nbgra
     assert {cell.id: errors.get(cell.id) for cell in _visible_tests(nb)} == {
         cell.id: "CheckFailed" for cell in _visible_tests(nb)
     }
+    # Each message names what the answer is, never the checks' own placeholder for a value
+    # they could not read (attack 76: "..., not a object" for a tensor pair).
+    said = [o.evalue for c in _visible_tests(nb) for o in c.outputs if o.output_type == "error"]
+    assert [message for message in said if "a object" in message] == []
 
 
 @pytest.mark.gpu
