@@ -114,6 +114,7 @@ def grading_config(course_root: Path) -> Config:
     swaps = {
         "Execute": "autograder.worker.execute.TwoKernelExecute",
         "SaveAutoGrades": "autograder.save_grades.SaveAutoGradesAtOnce",
+        "AssignLatePenalties": "autograder.late_penalties.CheckedLatePenalties",
     }
     config.Autograde.autograde_preprocessors = [
         next((swap for name, swap in swaps.items() if _is_named(p, name)), p)

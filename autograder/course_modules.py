@@ -16,12 +16,18 @@ Contract:
 - ``importable(folder)``: ``folder`` first on ``sys.path``, once, as nbgrader puts the
   course's; the coordinator passes the course folder, a worker its private copy, where it
   has written the same files.
+- ``import_problem(name, files)``: why ``name`` cannot be imported from ``files`` alone, as a
+  worker has them (a fresh Python in a folder holding only them), or None. A module that
+  reads a file kept beside it, not sent, imported in the course folder and failed on every
+  worker, one submission at a time (outside attack 77).
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from autograder.sandbox import safefiles
@@ -60,3 +66,23 @@ def importable(folder: Path) -> None:
     path = str(folder)
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+def import_problem(name: str, files: dict[str, bytes]) -> str | None:
+    with tempfile.TemporaryDirectory(prefix="course-modules-") as folder:
+        safefiles.write_tree(Path(folder), files, mode=safefiles.PRIVATE)
+        code = "import sys; from traitlets.utils.importstring import import_item; import_item(sys.argv[1])"
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", code, name],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except subprocess.TimeoutExpired:
+            return "its import did not end within 120 s"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit status {done.returncode}"

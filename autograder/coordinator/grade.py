@@ -130,6 +130,18 @@ def _check_late_plugin(course_root: Path, config) -> None:
             f"({type(exc).__name__}: {printable(str(exc))[:200]}): keep its module beside "
             "nbgrader_config.py, as nbgrader finds it, or install it"
         ) from None
+    try:
+        sent = course_modules.named(course_root, config)
+    except ValueError as exc:
+        raise InstructorError(str(exc)) from None
+    why = course_modules.import_problem(plugin, sent)
+    if why is not None:
+        raise InstructorError(
+            f"c.AssignLatePenalties.plugin_class = {plugin!r} imports in the course folder but "
+            f"not from the files the graders get ({', '.join(sorted(sent)) or 'none'}): "
+            f"{printable(why)[:200]}. Keep what it reads in a package folder beside "
+            "nbgrader_config.py (the whole folder is sent), or install it"
+        )
 
 
 def course_units(course_root: Path) -> list[str]:
@@ -900,9 +912,9 @@ def _save_grades(
 ) -> tuple[float, float]:
     import nbformat
     from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties
     from nbgrader.utils import parse_utc
 
+    from autograder.late_penalties import CheckedLatePenalties
     from autograder.save_grades import SaveAutoGradesAtOnce
 
     config = grading_config(course_root)
@@ -923,7 +935,7 @@ def _save_grades(
                     "db_url": db_url,
                 }
             }
-            for preprocessor in (SaveAutoGradesAtOnce, AssignLatePenalties):
+            for preprocessor in (SaveAutoGradesAtOnce, CheckedLatePenalties):
                 preprocessor(config=config).preprocess(nb, resources)
         gb.db.expire_all()  # the preprocessors wrote through gradebooks of their own
         submission = gb.find_submission(assignment, student)

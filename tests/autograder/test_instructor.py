@@ -507,8 +507,44 @@ def test_a_late_penalty_plugin_beside_the_config_is_used_as_nbgrader_uses_it(tmp
         )
         with pytest.raises(InstructorError, match="cannot be imported"):
             grade.grade_assignment(course, ASSIGNMENT, jobs=1, force=True)
+        # One that reads a file kept beside it, which the graders do not get: it imported in
+        # the course folder and failed on every worker, one submission at a time (attack 77).
+        (course / "extensions_cg77.json").write_text("{}")
+        (course / "penalties_cg77b.py").write_text(
+            "from pathlib import Path\n"
+            "EXTENSIONS = (Path(__file__).parent / 'extensions_cg77.json').read_text()\n" + PLUGIN
+        )
+        (course / "nbgrader_config.py").write_text(
+            config + '\nc.AssignLatePenalties.plugin_class = "penalties_cg77b.Hourly"\n'
+        )
+        with pytest.raises(InstructorError, match="not from the files the graders get"):
+            grade.grade_assignment(course, ASSIGNMENT, jobs=1, force=True)
+        # One that gives NaN (a blank cell of a spreadsheet of extensions): nbgrader stores
+        # NULL, read as no penalty, and the late submission had full marks everywhere
+        # (outside attack 77). Now withheld, with the reason.
+        (course / "penalties_cg77.py").write_text(
+            PLUGIN.replace("min(score, (total_seconds // 3600) + 1)", "float('nan')")
+        )
+        (course / "nbgrader_config.py").write_text(
+            config + '\nc.AssignLatePenalties.plugin_class = "penalties_cg77.Hourly"\n'
+        )
+        said = {
+            o["student_id"]: o
+            for o in grade.grade_assignment(course, ASSIGNMENT, jobs=1, force=True)
+        }
+        assert said["ada"]["fate"] != "graded", said["ada"]
+        assert "gave nan for a late submission" in " ".join(said["ada"]["details"])
+        export_grades(course, [ASSIGNMENT], course / "grades.csv")
+        export_canvas(course, [ASSIGNMENT], course / "grades-canvas.csv")
+        with open(course / "grades.csv", newline="") as f:
+            (row,) = [r for r in csv.DictReader(f) if r["student_id"] == "ada"]
+        with open(course / "grades-canvas.csv", newline="") as f:
+            canvas = {r[3]: r[5] for r in list(csv.reader(f))[2:]}
+        assert row["score"] in ("", "0", "0.0") and canvas.get("ada", "") in ("", "0", "0.0")
     finally:
         sys.modules.pop("penalties_cg71", None)
+        sys.modules.pop("penalties_cg77", None)
+        sys.modules.pop("penalties_cg77b", None)
         with contextlib.suppress(ValueError):
             sys.path.remove(str(course))
 

@@ -116,13 +116,26 @@ def test_a_notebook_that_fails_half_way_keeps_the_grades_it_had(url):
 
 
 @pytest.mark.parametrize(
-    "trait, ours",
+    "trait, ours, nbgraders",
     [
-        ("autograde_preprocessors", "autograder.save_grades.SaveAutoGradesAtOnce"),
-        ("sanitize_preprocessors", "autograder.notebook_rows.OverwriteCellsFromOneRead"),
+        (
+            "autograde_preprocessors",
+            "autograder.save_grades.SaveAutoGradesAtOnce",
+            "SaveAutoGrades",
+        ),
+        (
+            "autograde_preprocessors",
+            "autograder.late_penalties.CheckedLatePenalties",
+            "AssignLatePenalties",
+        ),
+        (
+            "sanitize_preprocessors",
+            "autograder.notebook_rows.OverwriteCellsFromOneRead",
+            "OverwriteCells",
+        ),
     ],
 )
-def test_course_grade_swaps_in_its_own_for_nbgraders(tmp_path, trait, ours):
+def test_course_grade_swaps_in_its_own_for_nbgraders(tmp_path, trait, ours, nbgraders):
     """In the workers' autograde (the config's preprocessors) and, for the grades, in the
     coordinator's save."""
     import inspect
@@ -134,7 +147,6 @@ def test_course_grade_swaps_in_its_own_for_nbgraders(tmp_path, trait, ours):
         p if isinstance(p, str) else f"{p.__module__}.{p.__name__}"
         for p in grading_config(tmp_path).Autograde[trait]
     ]
-    nbgraders = ours.rsplit(".", 1)[-1].replace("AtOnce", "").replace("FromOneRead", "")
     assert ours in names
     assert not [n for n in names if n.rsplit(".", 1)[-1] == nbgraders]
-    assert "(SaveAutoGradesAtOnce, AssignLatePenalties)" in inspect.getsource(grade._save_grades)
+    assert "(SaveAutoGradesAtOnce, CheckedLatePenalties)" in inspect.getsource(grade._save_grades)
